@@ -1,0 +1,63 @@
+/**
+ * `npm run cluster -- --port <p> [--replSet <name>] [--oplogSizeMB <n>] [--auth] [--usersFile <f>]`: runs one test-cluster
+ * node in this process. Prints its connection string as the first stdout line once it accepts
+ * connections; exits cleanly on SIGTERM/SIGINT.
+ */
+import { Command, InvalidArgumentError } from 'commander';
+import { readFile } from 'node:fs/promises';
+import { parse as parseYaml } from 'yaml';
+import { startCluster } from '../test/cluster/index.js';
+import type { UserSpec } from '../test/cluster/auth/users.js';
+
+function integer(min: number) {
+  return (value: string): number => {
+    const n = Number(value);
+    if (!Number.isInteger(n) || n < min) throw new InvalidArgumentError(`expected an integer >= ${min}`);
+    return n;
+  };
+}
+
+const program = new Command('cluster')
+  .description('Runs a MongoDB-wire-compatible test cluster node (a one-member replica set).')
+  .option('--port <port>', 'TCP port (0 = any free port)', integer(0), 0)
+  .option('--replSet <name>', 'replica set name', 'rs0')
+  .option('--oplogSizeMB <n>', 'oplog size in MB', integer(1), 256)
+  .option('--noopIntervalMs <ms>', 'period of the no-op writer (0 = off)', integer(0), 10_000)
+  .option('--ttlIntervalMs <ms>', 'period of the TTL monitor (0 = off)', integer(0), 60_000)
+  .option('--auth', 'turn access control on (also implied by --usersFile)')
+  .option('--noauth', 'keep access control off even with --usersFile')
+  .option('--usersFile <path>', 'JSON or YAML list of {user, db, password, roles} created at start')
+  .parse();
+
+const opts = program.opts<{
+  port: number;
+  replSet: string;
+  oplogSizeMB: number;
+  noopIntervalMs: number;
+  ttlIntervalMs: number;
+  auth?: boolean;
+  noauth?: boolean;
+  usersFile?: string;
+}>();
+const users = opts.usersFile ? (parseYaml(await readFile(opts.usersFile, 'utf8')) as UserSpec[]) : undefined;
+if (users !== undefined && !Array.isArray(users)) throw new InvalidArgumentError(`${opts.usersFile}: expected a list of users`);
+const cluster = await startCluster({
+  port: opts.port,
+  replSetName: opts.replSet,
+  oplogSizeMB: opts.oplogSizeMB,
+  noopIntervalMs: opts.noopIntervalMs,
+  ttlIntervalMs: opts.ttlIntervalMs,
+  users,
+  auth: opts.noauth ? false : opts.auth ? true : undefined,
+});
+process.stdout.write(`${cluster.uri}\n`);
+
+let stopping = false;
+async function stop() {
+  if (stopping) return;
+  stopping = true;
+  await cluster.stop();
+  process.exit(0);
+}
+process.on('SIGTERM', stop);
+process.on('SIGINT', stop);

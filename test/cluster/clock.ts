@@ -1,0 +1,33 @@
+/**
+ * The cluster's logical clock. Every write takes the next `Timestamp` (seconds, increment),
+ * strictly increasing, as a primary's oplog timestamps are.
+ */
+import { Timestamp } from 'bson';
+
+export class ClusterClock {
+  private seconds = 0;
+  private increment = 0;
+
+  /** The next timestamp: wall-clock seconds, or the last seconds with the next increment. */
+  tick(): Timestamp {
+    const now = Math.floor(Date.now() / 1000);
+    if (now > this.seconds) {
+      this.seconds = now;
+      this.increment = 1;
+    } else {
+      this.increment += 1;
+    }
+    return new Timestamp({ t: this.seconds, i: this.increment });
+  }
+
+  /** The latest timestamp handed out (the cluster time clients see). */
+  current(): Timestamp {
+    return new Timestamp({ t: this.seconds, i: this.increment });
+  }
+}
+
+/** Orders two timestamps: negative, 0 or positive. */
+export function compareTimestamps(a: Timestamp, b: Timestamp): number {
+  if (a.t !== b.t) return a.t < b.t ? -1 : 1;
+  return a.i < b.i ? -1 : a.i > b.i ? 1 : 0;
+}

@@ -1,0 +1,77 @@
+/**
+ * Runs one command request: finds the command, builds its context, turns errors into mongod's
+ * `{ok: 0, errmsg, code, codeName}` replies and stamps `$clusterTime` / `operationTime`.
+ */
+import { Long } from 'bson';
+import { ServerError } from '../errors.js';
+import type { Instance } from '../instance.js';
+import { type CommandContext, type CommandReply, type ConnectionInfo, lookupCommand } from './registry.js';
+import { decodeBody } from '../wire.js';
+import { checkKnownFields } from './strict.js';
+
+/** Fields any command may carry that are not its own arguments (generic arguments). */
+export const GENERIC_ARGUMENTS = new Set([
+  '$db', 'lsid', '$clusterTime', 'txnNumber', 'autocommit', 'startTransaction', '$readPreference',
+  'readConcern', 'writeConcern', 'apiVersion', 'apiStrict', 'apiDeprecationErrors', 'comment',
+  'maxTimeMS', '$audit', '$client', 'mayBypassWriteBlocking',
+]);
+
+/**
+ * Hook through which sessions and transactions wrap command execution (see transactions.ts);
+ * by default the command simply runs.
+ */
+export type CommandWrapper = (ctx: CommandContext, name: string, run: () => Promise<CommandReply>) => Promise<CommandReply>;
+let wrapper: CommandWrapper = (_ctx, _name, run) => run();
+
+export function setCommandWrapper(w: CommandWrapper): void {
+  wrapper = w;
+}
+
+/** Executes a request body and returns the reply document (never throws). */
+export async function dispatch(
+  instance: Instance,
+  connection: ConnectionInfo,
+  raw: Buffer,
+  sequences: Map<string, Buffer[]>,
+  bodyOverride?: Record<string, unknown>,
+): Promise<CommandReply> {
+  let reply: CommandReply;
+  try {
+    const body = bodyOverride ?? decodeBody(raw);
+    // Document sequences stand for array fields of the body.
+    const name = Object.keys(body)[0];
+    if (name === undefined) throw new ServerError('FailedToParse', 'Empty command');
+    if (typeof body.$db !== 'string') throw new ServerError(40571, 'OP_MSG requests require a $db argument');
+    const db = body.$db;
+    const spec = lookupCommand(name);
+    if (!spec) throw new ServerError('CommandNotFound', `no such command: '${name}'`);
+    if (spec.adminOnly && db !== 'admin') {
+      throw new ServerError('Unauthorized', `${name} may only be run against the admin database.`);
+    }
+    checkKnownFields(name, body);
+    instance.counters.countCommand(name, body, sequences);
+    if (!spec.noAuth) instance.authorize?.(connection, name, db, body, sequences);
+    const lsid = body.lsid as { id: never } | undefined;
+    const txnNumber = body.txnNumber === undefined ? undefined : Long.fromValue(body.txnNumber as number);
+    const ctx: CommandContext = {
+      instance,
+      db,
+      body,
+      raw,
+      sequences,
+      op: { lsid, txnNumber, bypassWriteBlocking: instance.bypassesWriteBlocking?.(connection) ?? true },
+      connection,
+    };
+    reply = await wrapper(ctx, name, async () => spec.handler(ctx));
+    if (reply.ok === undefined) reply.ok = 1;
+  } catch (e) {
+    reply = e instanceof ServerError ? e.toReply() : new ServerError('InternalError', String((e as Error)?.message ?? e)).toReply();
+  }
+  const time = instance.clusterTime();
+  reply.$clusterTime = {
+    clusterTime: time,
+    signature: { hash: Buffer.alloc(20), keyId: Long.fromNumber(0) },
+  };
+  reply.operationTime = time;
+  return reply;
+}

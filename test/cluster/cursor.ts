@@ -1,0 +1,123 @@
+/**
+ * Server-side cursors (`find`, `aggregate`, change streams) and the batching rules mongod
+ * applies: a first batch of 101 documents unless `batchSize` says otherwise, later batches
+ * unlimited in count, every batch at most 16 MiB of documents (but at least one document).
+ */
+import { Long } from 'bson';
+import { ServerError } from './errors.js';
+
+/** mongod's default number of documents in a first batch. */
+export const DEFAULT_FIRST_BATCH = 101;
+/** Bytes of documents a batch may carry (mongod's BSONObjMaxUserSize). */
+export const MAX_BATCH_BYTES = 16 * 1024 * 1024;
+
+export interface BatchRequest {
+  /** Documents wanted at most; undefined = unlimited (bounded by bytes); 0 = none. */
+  batchSize?: number;
+  /** For awaitData cursors (change streams): how long a getMore may wait for data. */
+  maxTimeMS?: number;
+}
+
+export interface Batch {
+  docs: Buffer[];
+  /** True when the cursor has nothing more and is closed. */
+  exhausted: boolean;
+  /** Extra fields of the `cursor` sub-document (e.g. `postBatchResumeToken`). */
+  extra?: Record<string, unknown>;
+}
+
+/** Anything a cursor id can stand for. */
+export interface ServerCursor {
+  readonly ns: string;
+  /** The next batch; may wait (awaitData) up to `maxTimeMS`. */
+  nextBatch(request: BatchRequest): Batch | Promise<Batch>;
+  /** Releases resources (on kill, exhaustion, or server stop). */
+  close(): void;
+}
+
+/** Fills batches from a pull function returning one document or undefined at the end. */
+export class PullCursor implements ServerCursor {
+  private pending: Buffer | undefined;
+  private done = false;
+  private returned = 0;
+
+  constructor(
+    readonly ns: string,
+    private readonly pull: () => Buffer | undefined,
+    /** Total documents the cursor may return (`limit`), 0 = unlimited. */
+    private readonly limit = 0,
+  ) {}
+
+  nextBatch(request: BatchRequest): Batch {
+    const docs: Buffer[] = [];
+    let bytes = 0;
+    const max = request.batchSize ?? Number.POSITIVE_INFINITY;
+    while (docs.length < max && !this.done) {
+      if (this.limit > 0 && this.returned >= this.limit) {
+        this.done = true;
+        break;
+      }
+      const doc = this.pending ?? this.pull();
+      this.pending = undefined;
+      if (doc === undefined) {
+        this.done = true;
+        break;
+      }
+      if (docs.length > 0 && bytes + doc.length > MAX_BATCH_BYTES) {
+        this.pending = doc;
+        break;
+      }
+      docs.push(doc);
+      bytes += doc.length;
+      this.returned++;
+    }
+    if (!this.done && this.pending === undefined && this.limit > 0 && this.returned >= this.limit) this.done = true;
+    return { docs, exhausted: this.done };
+  }
+
+  close(): void {
+    this.done = true;
+    this.pending = undefined;
+  }
+}
+
+/** The open cursors of one server, by id. */
+export class CursorRegistry {
+  private readonly cursors = new Map<string, ServerCursor>();
+
+  /** Registers a cursor and returns its new id (a random positive 63-bit number). */
+  register(cursor: ServerCursor): Long {
+    let id: Long;
+    do {
+      id = Long.fromBits((Math.random() * 0x100000000) >>> 0, (Math.random() * 0x7fffffff) >>> 0 || 1);
+    } while (this.cursors.has(id.toString()));
+    this.cursors.set(id.toString(), cursor);
+    return id;
+  }
+
+  get(id: Long, ns: string): ServerCursor {
+    const cursor = this.cursors.get(id.toString());
+    if (!cursor) throw new ServerError('CursorNotFound', `cursor id ${id.toString()} not found`);
+    if (cursor.ns !== ns) {
+      throw new ServerError('Unauthorized', `Requested getMore on namespace '${ns}', but cursor belongs to a different namespace ${cursor.ns}`);
+    }
+    return cursor;
+  }
+
+  has(id: Long): boolean {
+    return this.cursors.has(id.toString());
+  }
+
+  kill(id: Long): boolean {
+    const cursor = this.cursors.get(id.toString());
+    if (!cursor) return false;
+    cursor.close();
+    this.cursors.delete(id.toString());
+    return true;
+  }
+
+  closeAll(): void {
+    for (const cursor of this.cursors.values()) cursor.close();
+    this.cursors.clear();
+  }
+}

@@ -1,0 +1,152 @@
+/**
+ * The oplog: every write in commit order, with strictly increasing timestamps. Change streams
+ * read it; it is capped at a configurable size and drops its oldest entries beyond that, so a
+ * change stream resuming from before the oldest entry fails with ChangeStreamHistoryLost.
+ */
+import type { Binary, Long, Timestamp, UUID } from 'bson';
+import { compareTimestamps } from './clock.js';
+
+/** One oplog entry (the fields mongod's oplog has that change streams need). */
+export interface OplogEntry {
+  ts: Timestamp;
+  wall: Date;
+  /** i insert, u update, d delete, c command (DDL), n no-op. */
+  op: 'i' | 'u' | 'd' | 'c' | 'n';
+  /** `db.collection` (for commands: `db.$cmd`). */
+  ns: string;
+  /** Collection UUID. */
+  ui?: UUID;
+  /**
+   * i: the inserted document (raw); u: `{ updatedFields, removedFields, truncatedArrays }` or a
+   * replacement document (raw, with `replace: true` below); d: `{ _id }`; c: the command; n: a message.
+   */
+  o: unknown;
+  /** u/d/i: the document key `{ _id }`. */
+  o2?: Record<string, unknown>;
+  /** u: the operation replaced the whole document (o is the raw replacement). */
+  replace?: boolean;
+  /** Session and transaction fields, present for writes made in a session/transaction. */
+  lsid?: { id: Binary; uid?: Binary };
+  txnNumber?: Long;
+  /** Position of the operation inside its transaction (resume tokens carry it). */
+  txnOpIndex?: number;
+  /**
+   * u/d on a collection with `changeStreamPreAndPostImages` enabled: the document before the
+   * write (u, d) and after it (u), for `fullDocumentBeforeChange` / `fullDocument: whenAvailable`.
+   */
+  preImage?: Buffer;
+  postImage?: Buffer;
+  /** Approximate bytes this entry holds, counted against the oplog size. */
+  size: number;
+}
+
+type Listener = () => void;
+
+export class Oplog {
+  private entries: OplogEntry[] = [];
+  /** Index of the first live entry (entries before it were truncated; compacted lazily). */
+  private head = 0;
+  private bytes = 0;
+  private listeners = new Set<Listener>();
+  /** Timestamp of the newest entry ever truncated; resuming at or before it loses history. */
+  private truncatedThrough: Timestamp | undefined;
+
+  constructor(private readonly maxBytes: number) {}
+
+  append(entry: OplogEntry): void {
+    this.entries.push(entry);
+    this.bytes += entry.size;
+    while (this.bytes > this.maxBytes && this.entries.length - this.head > 1) {
+      const dropped = this.entries[this.head++];
+      this.bytes -= dropped.size;
+      this.truncatedThrough = dropped.ts;
+    }
+    if (this.head > 4096 && this.head * 2 > this.entries.length) {
+      this.entries = this.entries.slice(this.head);
+      this.head = 0;
+    }
+    for (const listener of this.listeners) listener();
+  }
+
+  /** Appends several entries at once (a committed transaction), notifying listeners once. */
+  appendAll(entries: OplogEntry[]): void {
+    const listeners = this.listeners;
+    this.listeners = new Set();
+    try {
+      for (const e of entries) this.append(e);
+    } finally {
+      this.listeners = listeners;
+    }
+    for (const listener of this.listeners) listener();
+  }
+
+  /** The oldest timestamp still held, if any. */
+  oldest(): Timestamp | undefined {
+    return this.entries[this.head]?.ts;
+  }
+
+  /** The newest entry, if any. */
+  newest(): OplogEntry | undefined {
+    return this.entries.length > this.head ? this.entries[this.entries.length - 1] : undefined;
+  }
+
+  /** True when entries at or after `ts` may already have been dropped. */
+  lostHistoryAt(ts: Timestamp): boolean {
+    return this.truncatedThrough !== undefined && compareTimestamps(ts, this.truncatedThrough) <= 0;
+  }
+
+  /**
+   * Whether a change stream may start reading at `ts`: mongod refuses (ChangeStreamHistoryLost)
+   * when the oldest entry is later than `ts`, unless nothing was ever dropped (the oldest entry
+   * is then the replica set's first, and nothing earlier ever existed).
+   */
+  canResumeFrom(ts: Timestamp): boolean {
+    const oldest = this.oldest();
+    return this.truncatedThrough === undefined || (oldest !== undefined && compareTimestamps(oldest, ts) <= 0);
+  }
+
+  /** True when some entry later than `ts` has been dropped (a reader positioned at `ts` fell behind). */
+  droppedAfter(ts: Timestamp): boolean {
+    return this.truncatedThrough !== undefined && compareTimestamps(this.truncatedThrough, ts) > 0;
+  }
+
+  /** Index (into the live entries) of the first entry with timestamp ≥ `ts` (or > when `after`). */
+  private seek(ts: Timestamp, after: boolean): number {
+    let lo = this.head;
+    let hi = this.entries.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      const c = compareTimestamps(this.entries[mid].ts, ts);
+      if (c < 0 || (after && c === 0)) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+
+  /** Entries from `ts` (inclusive, or exclusive with `after`), at most `limit`. */
+  read(ts: Timestamp, after: boolean, limit: number): OplogEntry[] {
+    const from = this.seek(ts, after);
+    return this.entries.slice(from, Math.min(this.entries.length, from + limit));
+  }
+
+  /**
+   * Entries after the position (`ts`, `txnOpIndex`), at most `limit`: a reader's next entries.
+   * Entries outside transactions count as txnOpIndex 0; `txnOpIndex` -1 includes all of `ts`.
+   */
+  readAfter(ts: Timestamp, txnOpIndex: number, limit: number): OplogEntry[] {
+    let from = this.seek(ts, false);
+    while (from < this.entries.length && compareTimestamps(this.entries[from].ts, ts) === 0 && (this.entries[from].txnOpIndex ?? 0) <= txnOpIndex) from++;
+    return this.entries.slice(from, Math.min(this.entries.length, from + limit));
+  }
+
+  /** Number of live entries and their approximate bytes. */
+  stats(): { count: number; bytes: number; maxBytes: number } {
+    return { count: this.entries.length - this.head, bytes: this.bytes, maxBytes: this.maxBytes };
+  }
+
+  /** Calls `listener` after each append until the returned function is called. */
+  subscribe(listener: Listener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+}

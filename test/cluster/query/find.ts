@@ -1,0 +1,192 @@
+/**
+ * Query execution for `find` and the read side of writes: chooses a scan from the hint, sort and
+ * filter (`_id` point lookups, `_id` range scans, natural order, or a hinted secondary index's
+ * key order with `min`/`max`), evaluates the filter with mingo on the decoded document, sorts in
+ * canonical BSON order when the scan order is not the requested one, then skip. Documents stay
+ * raw unless a filter, sort or projection needs their values.
+ */
+import { BSON } from 'bson';
+import { Query } from 'mingo';
+import { ServerError } from '../errors.js';
+import type { Collection, DocEntry } from '../storage/collection.js';
+import type { Index } from '../storage/indexes.js';
+import { promoted } from '../raw.js';
+import { parseProjection } from './projection.js';
+import { parseSort, sortByKeys } from './sort.js';
+import { scanCollection, type ScanOptions } from './scan.js';
+
+export interface MatchSpec {
+  /** The query (promoted values). */
+  filter?: Record<string, unknown>;
+  sort?: Record<string, unknown>;
+  /** Index name or key pattern, or `{$natural: ±1}`. */
+  hint?: string | Record<string, unknown>;
+  skip?: number;
+  /** Inclusive lower index bound (needs `hint`). */
+  min?: Record<string, unknown>;
+  /** Exclusive upper index bound (needs `hint`). */
+  max?: Record<string, unknown>;
+  /** Variables for `$expr` (`let`). */
+  variables?: Record<string, unknown>;
+}
+
+export interface FindSpec extends MatchSpec {
+  projection?: Record<string, unknown>;
+}
+
+/** A matching document; `doc` is its promoted form when matching needed it. */
+export interface Match {
+  entry: DocEntry;
+  doc: Record<string, unknown> | undefined;
+}
+
+function isOperatorObject(v: unknown): boolean {
+  return typeof v === 'object' && v !== null && !Array.isArray(v) && !('_bsontype' in v) && !(v instanceof Date) &&
+    Object.keys(v).some((k) => k.startsWith('$'));
+}
+
+export function sameKeyPattern(a: Record<string, unknown>, b: Record<string, unknown>): boolean {
+  const ka = Object.keys(a);
+  const kb = Object.keys(b);
+  return ka.length === kb.length && ka.every((k, i) => k === kb[i] && String(a[k]) === String(b[k]));
+}
+
+function badHint(): ServerError {
+  return new ServerError('BadValue', 'error processing query: planner returned error :: caused by :: hint provided does not correspond to an existing index');
+}
+
+/** The index a hint names (hidden indexes cannot be hinted), or `$natural`. */
+export function resolveHint(collection: Collection, hint: string | Record<string, unknown>): Index | { natural: 1 | -1 } {
+  if (typeof hint === 'object' && hint !== null && '$natural' in hint) {
+    return { natural: Number(hint.$natural) < 0 ? -1 : 1 };
+  }
+  const index = collection.indexes.find((i) => (typeof hint === 'string' ? i.name === hint : sameKeyPattern(i.spec.key, hint)));
+  if (!index || index.spec.hidden) throw badHint();
+  return index;
+}
+
+/** The single `_id` value an equality filter names, if that is all it says about `_id`. */
+function idEquality(filter: Record<string, unknown> | undefined): { value: unknown } | undefined {
+  if (!filter || !('_id' in filter)) return undefined;
+  const v = filter._id;
+  if (isOperatorObject(v) || v instanceof RegExp || (v as { _bsontype?: string })?._bsontype === 'BSONRegExp') return undefined;
+  if (Array.isArray(v)) return undefined; // {_id: [..]} matches nothing stored but is not a point
+  return { value: v };
+}
+
+/** min/max values in the hinted index's key order; mongod requires the same fields in order. */
+function boundTuple(index: Index, bound: Record<string, unknown> | undefined): unknown[] | undefined {
+  if (!bound) return undefined;
+  const names = Object.keys(bound);
+  if (names.length !== index.fields.length || names.some((n, i) => n !== index.fields[i].path)) {
+    throw new ServerError(51174, 'The index chosen is not compatible with min/max');
+  }
+  return names.map((n) => bound[n]);
+}
+
+function* decoded(collection: Collection): Iterable<[DocEntry, Record<string, unknown>]> {
+  for (const entry of collection.byRid.values()) yield [entry, BSON.deserialize(entry.raw, promoted)];
+}
+
+/**
+ * Plans and starts a query; returns a pull function yielding the matching documents (after sort
+ * and skip). A missing collection yields nothing.
+ */
+export function matchDocuments(collection: Collection | undefined, spec: MatchSpec): () => Match | undefined {
+  if (!collection) return () => undefined;
+  const filter = spec.filter && Object.keys(spec.filter).length > 0 ? spec.filter : undefined;
+  const sortSpec = spec.sort && Object.keys(spec.sort).length > 0 ? spec.sort : undefined;
+  // An empty hint is no hint, as in mongod.
+  const hintGiven = spec.hint !== undefined && !(typeof spec.hint === 'object' && spec.hint !== null && Object.keys(spec.hint).length === 0);
+  const hinted = hintGiven ? resolveHint(collection, spec.hint!) : undefined;
+  if ((spec.min || spec.max) && !hinted) {
+    throw new ServerError(51173, 'When using min()/max() a hint of which index to use must be provided');
+  }
+  if ((spec.min || spec.max) && hinted && 'natural' in hinted) {
+    throw new ServerError(51174, 'The index chosen is not compatible with min/max');
+  }
+
+  // The scan: natural order unless a sort or hint says otherwise.
+  let scan: ScanOptions = { order: 'natural', direction: 1 };
+  let indexScan: Index | undefined;
+  let sortFields = sortSpec ? parseSort(sortSpec) : [];
+  const naturalSort = sortSpec && Object.keys(sortSpec).length === 1 && '$natural' in sortSpec;
+  if (hinted && 'natural' in hinted) {
+    scan = { order: 'natural', direction: hinted.natural };
+  } else if (hinted && hinted.name === '_id_') {
+    const min = boundTuple(hinted, spec.min);
+    const max = boundTuple(hinted, spec.max);
+    scan = { order: 'id', direction: 1, min: min?.[0], max: max?.[0] };
+  } else if (hinted) {
+    indexScan = hinted as Index;
+  }
+  if (naturalSort) {
+    const direction = Number(sortSpec!.$natural) < 0 ? -1 : 1;
+    if (!hinted || 'natural' in hinted) scan = { order: 'natural', direction };
+    sortFields = [];
+  } else if (sortFields.length === 1 && sortFields[0].path === '_id' && !indexScan && !(hinted && 'natural' in hinted)) {
+    scan = { ...scan, order: 'id', direction: sortFields[0].direction };
+    sortFields = [];
+  }
+
+  // Candidate entries: a point lookup for `{_id: v}`, the hinted index's order, or the scan.
+  let next: () => Match | undefined;
+  const point = !hinted ? idEquality(filter) : undefined;
+  if (point) {
+    let entry = collection.get(point.value);
+    next = () => {
+      const e = entry;
+      entry = undefined;
+      return e && { entry: e, doc: undefined };
+    };
+  } else if (indexScan) {
+    const ordered = indexScan.scan(decoded(collection), { min: boundTuple(indexScan, spec.min), max: boundTuple(indexScan, spec.max) });
+    let i = 0;
+    next = () => ordered[i++];
+  } else {
+    const entries = scanCollection(collection, scan);
+    next = () => {
+      const entry = entries();
+      return entry && { entry, doc: undefined };
+    };
+  }
+
+  const query = filter ? new Query(filter, { variables: spec.variables, scriptEnabled: false }) : undefined;
+  const matches = (m: Match): boolean => {
+    if (!query) return true;
+    m.doc ??= BSON.deserialize(m.entry.raw, promoted);
+    return query.test(m.doc);
+  };
+
+  let skip = spec.skip ?? 0;
+  if (sortFields.length > 0) {
+    // Blocking sort: collect every match, then order (stable: ties keep scan order).
+    const all: Match[] = [];
+    for (let m = next(); m; m = next()) if (matches(m)) all.push(m);
+    const sorted = sortByKeys(all, (m) => (m.doc ??= BSON.deserialize(m.entry.raw, promoted)), sortFields);
+    let i = Math.min(skip, sorted.length);
+    return () => sorted[i++];
+  }
+  return () => {
+    for (let m = next(); m; m = next()) {
+      if (!matches(m)) continue;
+      if (skip > 0) {
+        skip--;
+        continue;
+      }
+      return m;
+    }
+    return undefined;
+  };
+}
+
+/** A `find`: matching documents as raw BSON, projected when asked. */
+export function findDocuments(collection: Collection | undefined, spec: FindSpec): () => Buffer | undefined {
+  const projection = parseProjection(spec.projection, spec.filter);
+  const pull = matchDocuments(collection, spec);
+  return () => {
+    const m = pull();
+    if (!m) return undefined;
+    return projection ? projection.apply(m.entry.raw, m.doc) : m.entry.raw;
+  };
+}

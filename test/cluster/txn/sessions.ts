@@ -1,0 +1,64 @@
+/**
+ * Logical sessions: per `lsid`, the highest txnNumber seen, the reply of the latest retryable
+ * write (returned again, without re-executing, when the driver retries it) and the session's
+ * transaction. Sessions live until `endSessions`.
+ */
+import { Binary, type Long } from 'bson';
+import type { Instance } from '../instance.js';
+import type { CommandReply } from '../commands/registry.js';
+import type { Transaction } from './transaction.js';
+
+export interface Session {
+  lsid: { id: Binary };
+  /** The active txnNumber (retryable write or transaction); undefined before the first. */
+  txnNumber: Long | undefined;
+  /** The reply recorded for the retryable write at `txnNumber`, by command name. */
+  retryable: { command: string; reply: CommandReply } | undefined;
+  /** The transaction at `txnNumber`, when that number started one. */
+  transaction: Transaction | undefined;
+}
+
+/** Default `transactionLifetimeLimitSeconds` (mongod's default). */
+export const DEFAULT_TRANSACTION_LIFETIME_SECONDS = 60;
+
+export class SessionRegistry {
+  private readonly sessions = new Map<string, Session>();
+  /** mongod's transactionLifetimeLimitSeconds for transactions started from now on. */
+  transactionLifetimeSeconds = DEFAULT_TRANSACTION_LIFETIME_SECONDS;
+
+  static key(lsid: { id: unknown }): string {
+    const id = lsid.id as Binary | undefined;
+    return id instanceof Binary ? Buffer.from(id.buffer).toString('hex') : String(id);
+  }
+
+  get(lsid: { id: Binary }): Session {
+    const key = SessionRegistry.key(lsid);
+    let session = this.sessions.get(key);
+    if (!session) {
+      session = { lsid, txnNumber: undefined, retryable: undefined, transaction: undefined };
+      this.sessions.set(key, session);
+    }
+    return session;
+  }
+
+  /** Ends sessions (endSessions): their open transactions abort. */
+  end(lsids: { id: unknown }[]): void {
+    for (const lsid of lsids) {
+      const key = SessionRegistry.key(lsid);
+      this.sessions.get(key)?.transaction?.abort();
+      this.sessions.delete(key);
+    }
+  }
+}
+
+const registries = new WeakMap<Instance, SessionRegistry>();
+
+/** The session registry of a node. */
+export function sessionsOf(instance: Instance): SessionRegistry {
+  let registry = registries.get(instance);
+  if (!registry) {
+    registry = new SessionRegistry();
+    registries.set(instance, registry);
+  }
+  return registry;
+}

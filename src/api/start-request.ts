@@ -1,0 +1,174 @@
+/**
+ * The `POST /api/v1/start` request: its typed, normalized form (what the rest of Ferry imports)
+ * and the rules between fields that a JSON schema cannot state. The schema itself (types,
+ * allowed values, unknown fields) is in schemas.ts and runs first.
+ */
+import { CLUSTER_NAMES, type ClusterName } from '../config/clusters.js';
+import { createNamespaceSelector, InvalidNamespaceFilterError, type NamespaceFilter } from '../plan/namespaces.js';
+import { InvalidRequest } from './errors.js';
+
+export type { NamespaceFilter } from '../plan/namespaces.js';
+
+/** `buildIndexes` values, as mongosync accepts them; the first is the default. */
+export const BUILD_INDEXES = ['afterDataCopy', 'beforeDataCopy', 'excludeHashed', 'excludeHashedAfterCopy', 'never'] as const;
+export type BuildIndexes = (typeof BUILD_INDEXES)[number];
+
+/**
+ * `enableUserWriteBlocking` in its string form. The older boolean form maps `true` to
+ * `sourceAndDestination` and `false` to `none`; absent means `destinationOnly` (mongosync's default).
+ */
+export const WRITE_BLOCKING_MODES = ['sourceAndDestination', 'destinationOnly', 'none'] as const;
+export type WriteBlocking = (typeof WRITE_BLOCKING_MODES)[number];
+
+export interface ShardingEntry {
+  database: string;
+  collection: string;
+  /** Shard key fields in order, each `{field: 1}` or `{field: "hashed"}`. */
+  shardCollection: { key: Record<string, 1 | 'hashed'>[] };
+}
+
+export interface ShardingConfig {
+  /** Create a supporting index for a shard key that has none on the source. Default false. */
+  createSupportingIndexes: boolean;
+  /** Collections to shard; others sync unsharded. May be empty. */
+  shardingEntries: ShardingEntry[];
+}
+
+/** A validated start request with every default filled in. */
+export interface StartRequest {
+  source: ClusterName;
+  destination: ClusterName;
+  buildIndexes: BuildIndexes;
+  /** Default false. */
+  reversible: boolean;
+  enableUserWriteBlocking: WriteBlocking;
+  includeNamespaces?: NamespaceFilter[];
+  excludeNamespaces?: NamespaceFilter[];
+  /** Required for replica set → sharded cluster, refused otherwise (checked in preflight). */
+  sharding?: ShardingConfig;
+  /** Embedded verification; default enabled. */
+  verification: { enabled: boolean };
+}
+
+/** The body as the schema guarantees it; rules below check the rest. */
+export interface StartBody {
+  source: string;
+  destination: string;
+  buildIndexes?: BuildIndexes;
+  reversible?: boolean;
+  enableUserWriteBlocking?: boolean | WriteBlocking;
+  includeNamespaces?: NamespaceFilter[];
+  excludeNamespaces?: NamespaceFilter[];
+  sharding?: { createSupportingIndexes?: boolean; shardingEntries: ShardingEntry[] };
+  verification?: { enabled?: boolean };
+}
+
+// mongod refuses these in database names (documented naming restrictions; the strictest, Windows', set).
+const FORBIDDEN_IN_DATABASE = /[/\\. "$*<>:|?\0]/;
+
+function checkDatabaseName(name: string, where: string): void {
+  if (FORBIDDEN_IN_DATABASE.test(name)) {
+    throw new InvalidRequest(`${where}: "${name}" is not a valid database name (it may not contain /\\. "$*<>:|? or NUL)`);
+  }
+}
+
+function checkCollectionName(name: string, where: string): void {
+  if (name.includes('$') || name.includes('\0')) {
+    throw new InvalidRequest(`${where}: "${name}" is not a valid collection name (it may not contain $ or NUL)`);
+  }
+}
+
+/**
+ * Checks the names in filter entries, then lets the namespace selector compile the entries (it
+ * refuses an entry naming no database and a regular expression it cannot run), so that what
+ * passes here is exactly what the sync will be able to match on.
+ */
+function checkFilters(request: StartRequest): void {
+  for (const field of ['includeNamespaces', 'excludeNamespaces'] as const) {
+    request[field]?.forEach((entry, index) => {
+      const where = `${field}[${index}]`;
+      if (entry.database !== undefined) checkDatabaseName(entry.database, `${where}.database`);
+      entry.collections?.forEach((name, i) => checkCollectionName(name, `${where}.collections[${i}]`));
+    });
+  }
+  try {
+    createNamespaceSelector(request.includeNamespaces, request.excludeNamespaces);
+  } catch (error) {
+    if (error instanceof InvalidNamespaceFilterError) throw new InvalidRequest(error.message);
+    throw error;
+  }
+}
+
+function checkSharding(sharding: NonNullable<StartBody['sharding']>): ShardingConfig {
+  const seen = new Set<string>();
+  sharding.shardingEntries.forEach((entry, index) => {
+    const where = `sharding.shardingEntries[${index}]`;
+    checkDatabaseName(entry.database, `${where}.database`);
+    checkCollectionName(entry.collection, `${where}.collection`);
+    const namespace = `${entry.database}.${entry.collection}`;
+    if (seen.has(namespace)) throw new InvalidRequest(`${where}: ${namespace} is listed twice`);
+    seen.add(namespace);
+    const fields = new Set<string>();
+    entry.shardCollection.key.forEach((part, i) => {
+      const [field] = Object.keys(part);
+      if (field === undefined || field.startsWith('$')) {
+        throw new InvalidRequest(`${where}.shardCollection.key[${i}]: "${field}" is not a valid shard key field`);
+      }
+      if (fields.has(field)) throw new InvalidRequest(`${where}.shardCollection.key[${i}]: field "${field}" repeats`);
+      fields.add(field);
+    });
+  });
+  return {
+    createSupportingIndexes: sharding.createSupportingIndexes ?? false,
+    shardingEntries: sharding.shardingEntries.map((entry) => structuredClone(entry)),
+  };
+}
+
+function writeBlocking(value: StartBody['enableUserWriteBlocking']): WriteBlocking {
+  if (value === true) return 'sourceAndDestination';
+  if (value === false) return 'none';
+  return value ?? 'destinationOnly';
+}
+
+/**
+ * Applies the rules between fields to a body that passed the schema and returns the normalized
+ * request. Throws InvalidRequest naming the first problem. Rules that need the clusters
+ * (sharding versus topology, empty destination) belong to preflight.
+ */
+export function checkStartRequest(body: StartBody): StartRequest {
+  for (const field of ['source', 'destination'] as const) {
+    if (!CLUSTER_NAMES.includes(body[field] as ClusterName)) {
+      throw new InvalidRequest(`${field}: "${body[field]}" is not a configured cluster (use ${CLUSTER_NAMES.join(' or ')})`);
+    }
+  }
+  if (body.source === body.destination) {
+    throw new InvalidRequest(`source and destination must be different clusters (both are "${body.source}")`);
+  }
+  const request: StartRequest = {
+    source: body.source as ClusterName,
+    destination: body.destination as ClusterName,
+    buildIndexes: body.buildIndexes ?? BUILD_INDEXES[0],
+    reversible: body.reversible ?? false,
+    enableUserWriteBlocking: writeBlocking(body.enableUserWriteBlocking),
+    verification: { enabled: body.verification?.enabled ?? true },
+  };
+  if (body.includeNamespaces !== undefined) request.includeNamespaces = structuredClone(body.includeNamespaces);
+  if (body.excludeNamespaces !== undefined) request.excludeNamespaces = structuredClone(body.excludeNamespaces);
+  checkFilters(request);
+  if (body.sharding !== undefined) request.sharding = checkSharding(body.sharding);
+
+  if (request.reversible) {
+    if (request.includeNamespaces !== undefined || request.excludeNamespaces !== undefined) {
+      throw new InvalidRequest('reversible: a reversible sync cannot be filtered (remove includeNamespaces/excludeNamespaces)');
+    }
+    if (request.buildIndexes === 'never') {
+      throw new InvalidRequest('reversible: a reversible sync needs indexes on the destination (buildIndexes "never" is not allowed)');
+    }
+    if (request.enableUserWriteBlocking !== 'sourceAndDestination') {
+      throw new InvalidRequest(
+        'reversible: reversing needs write blocking on both clusters (set enableUserWriteBlocking to true or "sourceAndDestination")',
+      );
+    }
+  }
+  return request;
+}

@@ -1,0 +1,371 @@
+/**
+ * Change-event application: the source's change stream, from T0 (or the recorded resume
+ * token), applied to the destination until commit. It runs alongside the initial copy.
+ *
+ * The main thread reads the stream as raw BSON (change-stream-reader.ts) and looks at each
+ * event's routing fields only (`readChangeEvent`):
+ * - an event outside the namespace filter, or on Ferry's metadata, is dropped (a rename counts
+ *   as inside when either of its names is);
+ * - a CRUD event gets the next sequence number and goes to its document's lane (document-key.ts,
+ *   lanes.ts), applied in a worker thread (apply-batch.ts);
+ * - a DDL event is a barrier: every lane drains, the resume token before it is recorded, the DDL
+ *   is applied here (ddl.ts) and the token after it recorded, then routing continues. A DDL on a
+ *   collection the initial copy has not finished (partitions left, or indexes not built yet) also
+ *   waits for the copy to finish, and lag grows meanwhile: the copy writes that collection by name
+ *   and builds the indexes it planned, so a rename, drop or index change under its feet would be
+ *   undone. DDL on other collections is applied at once.
+ *
+ * Application waits for the copy's planning (which creates the collections, with their options,
+ * before any event may create one implicitly). When the copy is complete, at a barrier, the
+ * deletes applied during it are checked again (tombstones.ts), and that moment's source time is
+ * recorded: renames older than it may have raced the copy and re-read their collection.
+ *
+ * The resume token recorded (checkpoint.ts) is always one up to which everything is durably
+ * applied: the lanes' watermark, at reader-batch granularity (each batch's
+ * `postBatchResumeToken`), at most once per interval, at each barrier, and when stopping. A
+ * restart resumes after it; events applied again are harmless (write-plan.ts). Only CRUD events
+ * are ever applied twice: a DDL always has the token before it recorded first.
+ */
+import { performance } from 'node:perf_hooks';
+import type { Document, Timestamp } from 'bson';
+import { BsonType, decodeDocument, findElement, readChangeEvent, type ChangeEventFields } from '../bson/index.js';
+import { namespaceOf, NamespaceRecords } from '../meta/namespaces.js';
+import { PartitionTable } from '../meta/partitions.js';
+import type { SyncPhase } from '../meta/resume.js';
+import type { ApplierContext, ApplierSnapshot, ChangeApplier } from '../sync/applier.js';
+import { ApplyPool } from './apply-pool.js';
+import { ChangeStreamReader } from './change-stream-reader.js';
+import { ChangeStreamCheckpoints, type StreamPosition } from './checkpoint.js';
+import { idKey, laneOf } from './document-key.js';
+import { DdlApplier, isDdlOperation, notAfter } from './ddl.js';
+import { ChangeStreamHistoryLost, UnexpectedChangeEvent } from './errors.js';
+import { isCrudOperation } from './crud-event.js';
+import { LagTracker } from './lag.js';
+import { Lanes, type LaneBatch } from './lanes.js';
+import { describeTime, timeAfter } from './resume-token.js';
+import { COMMIT_LAG_LIMIT_SECONDS, type CeaSettings } from './settings.js';
+import { sweepTombstones } from './tombstones.js';
+
+/** A point of the stream reached once the lanes' watermark passes `seq`. */
+interface Candidate {
+  seq: number;
+  position: StreamPosition;
+  /** Wall time of the batch's last event (for the lag histogram). */
+  wallTimeMs?: number;
+}
+
+/** Stopping was asked while waiting at a barrier. */
+class Stopped extends Error {}
+
+const ID = '_id';
+
+export interface ChangeEventApplierOptions extends ApplierContext {
+  settings: CeaSettings;
+}
+
+export class ChangeEventApplier implements ChangeApplier {
+  readonly #context: ChangeEventApplierOptions;
+  readonly #checkpoints: ChangeStreamCheckpoints;
+  readonly #ddl: DdlApplier;
+  readonly #records: NamespaceRecords;
+  readonly #partitions: PartitionTable;
+  readonly #lag = new LagTracker();
+  #phase: SyncPhase;
+  /** Woken on a phase change or a stop. */
+  #waiters: (() => void)[] = [];
+  #running: Promise<void> | undefined;
+  #stopping = false;
+  #lanes: Lanes | undefined;
+  #copyCompletedAt: Timestamp | undefined;
+  #seq = 0;
+  #candidates: Candidate[] = [];
+  /** Everything up to here is applied (the latest candidate passed, or a barrier). */
+  #applied: StreamPosition | undefined;
+  #saved: StreamPosition | undefined;
+  #saving: Promise<void> = Promise.resolve();
+  #eventsApplied = 0;
+  #problem: string | undefined;
+  /** Why application stopped, if it failed. */
+  #failure: Error | undefined;
+  #target: { time: Timestamp; reached: boolean } | undefined;
+  #warnedTypes = new Set<string>();
+
+  constructor(options: ChangeEventApplierOptions) {
+    this.#context = options;
+    this.#phase = options.resume.phase;
+    this.#checkpoints = new ChangeStreamCheckpoints(options.store);
+    this.#records = new NamespaceRecords(options.store);
+    this.#partitions = new PartitionTable(options.store);
+    this.#ddl = new DdlApplier({
+      source: options.source,
+      destination: options.destination,
+      records: this.#records,
+      request: options.request,
+      selector: options.selector,
+      logger: options.logger,
+    });
+  }
+
+  async start(): Promise<void> {
+    if (this.#running !== undefined) return;
+    this.#running = this.#run().catch((error: unknown) => this.#failed(error as Error));
+  }
+
+  async stop(): Promise<void> {
+    this.#stopping = true;
+    for (const wake of this.#waiters.splice(0)) wake();
+    await this.#running;
+  }
+
+  copyPhase(phase: SyncPhase): void {
+    this.#phase = phase;
+    for (const wake of this.#waiters.splice(0)) wake();
+  }
+
+  async applyThrough(time: Timestamp): Promise<void> {
+    this.#target = { time, reached: false };
+    await this.#running;
+    if (this.#failure !== undefined) throw this.#failure;
+    if (!this.#target.reached) throw new Error('change-event application stopped before reaching the commit point');
+  }
+
+  snapshot(): ApplierSnapshot {
+    const lag = this.#lag.lag();
+    const snapshot: ApplierSnapshot = {
+      eventsApplied: this.#eventsApplied,
+      caughtUp:
+        this.#running !== undefined &&
+        !this.#stopping &&
+        this.#failure === undefined &&
+        // Once the copy is complete no DDL waits for it, so a barrier is brief: lag says the rest.
+        this.#copyCompletedAt !== undefined &&
+        lag !== undefined &&
+        lag.overallSeconds <= COMMIT_LAG_LIMIT_SECONDS,
+    };
+    if (lag !== undefined) snapshot.lag = lag;
+    if (this.#problem !== undefined) snapshot.problem = this.#problem;
+    return snapshot;
+  }
+
+  #failed(error: Error): void {
+    if (error instanceof Stopped) return;
+    this.#failure = error;
+    if (error instanceof ChangeStreamHistoryLost) this.#problem = error.message;
+    this.#context.logger.error({ err: error }, `Change-event application stopped: ${error.message}`);
+    if (!this.#stopping) this.#context.fail(error);
+  }
+
+  /** Resolves when `ready()` holds, or throws `Stopped` when stopping is asked first. */
+  async #until(ready: () => boolean): Promise<void> {
+    while (!ready()) {
+      if (this.#stopping) throw new Stopped();
+      await new Promise<void>((resolve) => this.#waiters.push(resolve));
+    }
+    if (this.#stopping) throw new Stopped();
+  }
+
+  async #run(): Promise<void> {
+    const context = this.#context;
+    // The copy's planning creates the collections with their options first.
+    await this.#until(() => this.#phase !== 'planning');
+    const recorded = await this.#checkpoints.read();
+    this.#copyCompletedAt = recorded?.copyCompletedAt;
+    if (recorded?.resumeToken !== undefined) {
+      this.#applied = { resumeToken: recorded.resumeToken, ...(recorded.appliedThrough === undefined ? {} : { time: recorded.appliedThrough }) };
+      this.#saved = this.#applied;
+    }
+    this.#lag.applied(recorded?.appliedThrough ?? context.resume.startAtOperationTime);
+    const { settings } = context;
+    const pool = new ApplyPool({ sourceUri: context.sourceUri, destinationUri: context.destinationUri, instance: context.store.instance, lanes: settings.applyLanes });
+    const lanes = new Lanes({
+      lanes: settings.applyLanes,
+      maxBatchEvents: settings.maxBatchEvents,
+      maxBatchBytes: settings.maxBatchBytes,
+      maxPendingBytes: settings.maxPendingBytes,
+      apply: (batch) => this.#applyBatch(pool, batch),
+    });
+    this.#lanes = lanes;
+    const reader = new ChangeStreamReader({
+      source: context.source,
+      start: this.#applied !== undefined ? { startAfter: this.#applied.resumeToken } : { startAtOperationTime: context.resume.startAtOperationTime },
+      batchSize: settings.readBatchSize,
+      maxAwaitMs: settings.maxAwaitMs,
+      logger: context.logger,
+    });
+    context.logger.info(
+      { resumeAfter: describeTime(this.#applied?.time), startAt: this.#applied === undefined ? describeTime(context.resume.startAtOperationTime) : undefined, lanes: settings.applyLanes },
+      this.#applied === undefined ? 'Change-event application starting at the start time T0' : 'Change-event application resuming after its recorded position',
+    );
+    const timer = setInterval(() => void this.#checkpoint().catch(() => undefined), settings.checkpointIntervalMs);
+    timer.unref();
+    let failure: unknown;
+    try {
+      await this.#loop(reader, lanes);
+    } catch (error) {
+      failure = error;
+    } finally {
+      clearInterval(timer);
+      try {
+        if (lanes.failure === undefined) {
+          await lanes.drain();
+          this.#advance();
+          await this.#checkpoint();
+        }
+      } catch (error) {
+        failure ??= error;
+      }
+      await reader.close();
+      await pool.destroy();
+    }
+    if (failure !== undefined) throw failure;
+  }
+
+  async #loop(reader: ChangeStreamReader, lanes: Lanes): Promise<void> {
+    while (!this.#stopping) {
+      if (this.#phase === 'copied' && this.#copyCompletedAt === undefined) await this.#completeCopy(lanes);
+      const batch = await reader.next();
+      this.#lag.observeSource(batch.sourceTime);
+      const start = this.#candidates.at(-1)?.position ?? this.#applied;
+      let previous: ChangeEventFields | undefined;
+      // The stream position just before the current event (decoded only when a barrier needs it).
+      const before = (): StreamPosition | undefined =>
+        previous === undefined ? start : { resumeToken: previous.resumeToken, ...(previous.clusterTime === undefined ? {} : { time: previous.clusterTime }) };
+      for (const bytes of batch.events) {
+        const fields = readChangeEvent(bytes);
+        await this.#route(bytes, fields, before, lanes);
+        previous = fields;
+      }
+      const candidate: Candidate = { seq: this.#seq, position: { resumeToken: batch.postBatchResumeToken, ...(batch.resumeTime === undefined ? {} : { time: batch.resumeTime }) } };
+      const last = batch.events.at(-1);
+      const wallTime = last === undefined ? undefined : findElement(last, 'wallTime');
+      if (wallTime !== undefined && wallTime.type === BsonType.date) candidate.wallTimeMs = Number(new DataView(last!.buffer, last!.byteOffset + wallTime.valueOffset, 8).getBigInt64(0, true));
+      this.#candidates.push(candidate);
+      this.#advance();
+      this.#lag.caughtUp = batch.events.length === 0 && lanes.idle;
+      if (this.#target !== undefined && batch.resumeTime !== undefined && !timeAfter(this.#target.time, batch.resumeTime)) {
+        this.#target.reached = true;
+        this.#context.logger.info({ commitPoint: describeTime(this.#target.time) }, 'Change events applied up to the commit point');
+        return;
+      }
+    }
+  }
+
+  /** Decides what one event is and sends it on (see the module comment). */
+  async #route(bytes: Uint8Array, fields: ChangeEventFields, before: () => StreamPosition | undefined, lanes: Lanes): Promise<void> {
+    const { selector } = this.#context;
+    const type = fields.operationType;
+    if (isCrudOperation(type)) {
+      const ns = fields.ns;
+      if (ns?.coll === undefined || !selector.selects(ns.db, ns.coll)) return;
+      const key = fields.documentKeyBytes;
+      if (key === undefined) throw new UnexpectedChangeEvent(`a ${type} event on ${ns.db}.${ns.coll} has no documentKey`);
+      const id = findElement(key, ID);
+      if (id === undefined) throw new UnexpectedChangeEvent(`a ${type} event on ${ns.db}.${ns.coll} has no documentKey._id`);
+      const lane = laneOf(`${ns.db}.${ns.coll}`, idKey(key, id), lanes.count);
+      this.#seq++;
+      await lanes.add(lane, bytes, this.#seq);
+      return;
+    }
+    if (isDdlOperation(type)) {
+      const ns = fields.ns;
+      const concerned =
+        ns !== undefined &&
+        (type === 'dropDatabase'
+          ? selector.selectsDatabase(ns.db)
+          : (ns.coll !== undefined && selector.selects(ns.db, ns.coll)) || (type === 'rename' && fields.to?.coll !== undefined && selector.selects(fields.to.db, fields.to.coll)));
+      if (concerned) await this.#barrier(bytes, fields, before, lanes);
+      return;
+    }
+    if (type === 'invalidate') throw new UnexpectedChangeEvent('the change stream was invalidated; a cluster-wide stream should never be');
+    if (!this.#warnedTypes.has(type)) {
+      this.#warnedTypes.add(type);
+      this.#context.logger.warn({ operationType: type }, `Change events of type ${type} are not applied (nothing on the destination depends on them)`);
+    }
+  }
+
+  /** A DDL event: drain, record the position before it, (wait for the copy,) apply it, record after it. */
+  async #barrier(bytes: Uint8Array, fields: ChangeEventFields, positionBefore: () => StreamPosition | undefined, lanes: Lanes): Promise<void> {
+    this.#lag.waitingDdl = fields.clusterTime;
+    try {
+      await lanes.drain();
+      this.#advance();
+      const before = positionBefore();
+      if (before !== undefined) await this.#record(before);
+      if (this.#copyCompletedAt === undefined && (await this.#touchesUnfinishedCopy(fields))) {
+        this.#context.logger.info({ operationType: fields.operationType, ns: fields.ns, to: fields.to }, 'A DDL event on a collection the initial copy has not finished waits for the copy');
+        await this.#until(() => this.#phase === 'copied');
+        await this.#completeCopy(lanes);
+      }
+      const event = decodeDocument(bytes);
+      // Older than the copy's completion (or the copy still runs): a rename may have raced it.
+      const duringCopy = this.#copyCompletedAt === undefined || notAfter(fields.clusterTime, this.#copyCompletedAt);
+      this.#context.logger.info({ operationType: fields.operationType, ns: fields.ns, to: fields.to, duringCopy }, `Applying ${fields.operationType}`);
+      await this.#ddl.apply(event, duringCopy);
+      this.#eventsApplied++;
+      await this.#record({ resumeToken: event._id as Document, ...(fields.clusterTime === undefined ? {} : { time: fields.clusterTime }) });
+    } finally {
+      this.#lag.waitingDdl = undefined;
+    }
+  }
+
+  /** Whether a DDL event names a collection whose initial copy (partitions or index builds) is unfinished. */
+  async #touchesUnfinishedCopy(fields: ChangeEventFields): Promise<boolean> {
+    if (this.#phase === 'copied') return false;
+    const [records, unfinished] = await Promise.all([this.#records.list(), this.#partitions.unfinished()]);
+    const partitionsLeft = new Set(unfinished.map((row) => row.key.ns));
+    const busy = records.filter((record) => !record.indexesBuilt || partitionsLeft.has(namespaceOf(record)));
+    const { ns, to } = fields;
+    if (ns === undefined) return false;
+    if (fields.operationType === 'dropDatabase') return busy.some((record) => record.db === ns.db);
+    const named = [ns, ...(to === undefined ? [] : [to])];
+    return named.some((name) => busy.some((record) => record.db === name.db && record.coll === name.coll));
+  }
+
+  /** The copy is complete: sweep its tombstones and note the source time (lanes drained first). */
+  async #completeCopy(lanes: Lanes): Promise<void> {
+    await lanes.drain();
+    this.#advance();
+    const { source, destination, store, logger } = this.#context;
+    await sweepTombstones(source, destination, store, logger);
+    const reply = await source.db('admin').command({ appendOplogNote: 1, data: { ferry: 'initial copy complete', instance: store.instance } });
+    const at = reply.operationTime as Timestamp;
+    await this.#checkpoints.markCopyCompleted(at);
+    this.#copyCompletedAt = at;
+    logger.info({ at: describeTime(at) }, 'Initial copy complete: change events are now applied without waiting for it');
+  }
+
+  async #applyBatch(pool: ApplyPool, batch: LaneBatch): Promise<void> {
+    const started = performance.now();
+    const outcome = await pool.run({ events: batch.events, recordTombstones: this.#copyCompletedAt === undefined });
+    this.#context.histograms.record('applyLatencyMs', performance.now() - started);
+    this.#eventsApplied += outcome.events;
+    this.#advance();
+  }
+
+  /** Moves the applied position to the newest candidate the lanes' watermark has passed. */
+  #advance(): void {
+    const through = this.#lanes?.appliedThrough() ?? this.#seq;
+    while (this.#candidates.length > 0 && this.#candidates[0]!.seq <= through) {
+      const candidate = this.#candidates.shift()!;
+      this.#applied = candidate.position;
+      this.#lag.applied(candidate.position.time);
+      if (candidate.wallTimeMs !== undefined) this.#context.histograms.record('lagMs', Date.now() - candidate.wallTimeMs);
+    }
+  }
+
+  /** Everything up to `position` is applied: make it the recorded resume point now. */
+  async #record(position: StreamPosition): Promise<void> {
+    this.#applied = position;
+    this.#lag.applied(position.time);
+    await this.#checkpoint();
+  }
+
+  /** Records the applied position if it moved (writes are chained, so they land in order). */
+  #checkpoint(): Promise<void> {
+    const position = this.#applied;
+    if (position === undefined || position === this.#saved) return this.#saving;
+    this.#saved = position;
+    this.#saving = this.#saving.catch(() => undefined).then(() => this.#checkpoints.save(position));
+    return this.#saving;
+  }
+}

@@ -1,0 +1,93 @@
+/**
+ * Applying one lane batch of raw CRUD change events to the destination, in a worker thread:
+ * read each event's few fields (crud-event.ts), keep the last event per document (write-plan.ts),
+ * look up again the documents of updates whose lookup found nothing (moved-documents.ts), record
+ * tombstones for deletes while the initial copy runs (tombstones.ts), then send one unordered
+ * `update` and one `delete` command per namespace, all namespaces at once (destination-writes.ts).
+ *
+ * The whole batch is idempotent, so a transient failure (see src/copy/transient.ts) retries it
+ * whole, a few times with backoff; anything else fails the batch and the lane reports it.
+ */
+import type { MongoClient } from 'mongodb';
+import { documentEnd } from '../bson/index.js';
+import { isTransientError } from '../copy/transient.js';
+import { readCrudEvent, type CrudEvent } from './crud-event.js';
+import { sendStatements } from './destination-writes.js';
+import { lookUpMovedDocuments } from './moved-documents.js';
+import { recordTombstones, tombstoneDocument } from './tombstones.js';
+import { planWrites, type NamespaceWrites } from './write-plan.js';
+
+/** One batch, as the main thread hands it to a worker (plain data; `events` is transferred). */
+export interface ApplyTask {
+  /** Raw change events, back to back, in stream order (a buffer of its own). */
+  events: Uint8Array;
+  /** Leave a tombstone for each delete (the initial copy may still write documents). */
+  recordTombstones: boolean;
+}
+
+export interface ApplyOutcome {
+  /** Events in the batch. */
+  events: number;
+  /** Events made redundant by a later one for the same document. */
+  coalesced: number;
+  /** Write statements sent. */
+  statements: number;
+  /** Documents looked up again after a null lookup (renamed collections). */
+  lookedUp: number;
+}
+
+/** What applying needs from the thread it runs in. */
+export interface ApplyResources {
+  source: MongoClient;
+  destination: MongoClient;
+  /** The instance id (tombstones name it). */
+  instance: string;
+}
+
+const TRANSIENT_RETRIES = 5;
+const FIRST_BACKOFF_MS = 200;
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/** The events of a batch buffer, parsed. */
+export function readBatch(events: Uint8Array): CrudEvent[] {
+  const parsed: CrudEvent[] = [];
+  for (let offset = 0; offset < events.length; offset = documentEnd(events, offset) + 1) {
+    parsed.push(readCrudEvent(events, offset));
+  }
+  return parsed;
+}
+
+async function applyNamespace(writes: NamespaceWrites, resources: ApplyResources, recordDeletes: boolean): Promise<{ statements: number; lookedUp: number }> {
+  const db = resources.destination.db(writes.db);
+  const moved = writes.unresolved.length === 0 ? [] : await lookUpMovedDocuments(resources.source, writes.db, writes.coll, writes.unresolved);
+  const upserts = moved.length === 0 ? writes.upserts : [...writes.upserts, ...moved];
+  if (recordDeletes && writes.deletedIds.length > 0) {
+    const namespace = `${writes.db}.${writes.coll}`;
+    await recordTombstones(resources.destination, writes.deletedIds.map((id) => tombstoneDocument(resources.instance, namespace, id)));
+  }
+  await Promise.all([
+    upserts.length > 0 ? sendStatements(db, 'update', writes.coll, upserts) : undefined,
+    writes.deletes.length > 0 ? sendStatements(db, 'delete', writes.coll, writes.deletes) : undefined,
+  ]);
+  return { statements: upserts.length + writes.deletes.length, lookedUp: moved.length };
+}
+
+/** Applies one batch (see the module comment). */
+export async function applyBatch(task: ApplyTask, resources: ApplyResources): Promise<ApplyOutcome> {
+  const plan = planWrites(readBatch(task.events));
+  for (let retry = 0; ; retry++) {
+    try {
+      const results = await Promise.all(plan.namespaces.map((writes) => applyNamespace(writes, resources, task.recordTombstones)));
+      return {
+        events: plan.events,
+        coalesced: plan.coalesced,
+        statements: results.reduce((sum, r) => sum + r.statements, 0),
+        lookedUp: results.reduce((sum, r) => sum + r.lookedUp, 0),
+      };
+    } catch (error) {
+      if (!isTransientError(error) || retry >= TRANSIENT_RETRIES) throw error;
+      await sleep(FIRST_BACKOFF_MS * 2 ** retry);
+    }
+  }
+}

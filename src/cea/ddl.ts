@@ -1,0 +1,270 @@
+/**
+ * Applying DDL events to the destination, on the main thread, with every lane drained (the
+ * applier's barrier), and keeping the namespace records (src/meta/namespaces.ts) in step: they
+ * say which namespaces the sync holds and in what temporary form, for commit.
+ *
+ * Each DDL is applied with the characteristics the copy gives the destination: collections
+ * created in temporary form (capped at the largest size, no max), indexes built in temporary form
+ * (non-unique, TTL off, visible; none with `buildIndexes: never`, no hashed ones with the
+ * `excludeHashed` values), collection options changed by `collMod` as the source changed them
+ * except what stays temporary (index `unique`/`prepareUnique`/`hidden`/`expireAfterSeconds`, capped
+ * size and max, all restored at commit).
+ *
+ * Every DDL can be applied twice (a crash between applying it and recording the resume token
+ * after it): a create finds its namespace, a drop finds nothing, a rename finds its source gone
+ * and its target there, an index already exists or is already gone.
+ *
+ * Renames and the namespace filter: into the filter (source not selected), the collection is
+ * read whole from the source (resync.ts); out of it, the collection is dropped on the
+ * destination; within it, renamed. A rename that may have raced the initial copy (its event is
+ * older than the copy's completion) is renamed and then read again whole: the copy read the old
+ * name by name and may have missed documents.
+ */
+import type { Document, Timestamp } from 'bson';
+import type { MongoClient } from 'mongodb';
+import type { StartRequest } from '../api/start-request.js';
+import type { Logger } from '../log/logger.js';
+import { namespaceOf, type NamespaceRecord, type NamespaceRecords } from '../meta/namespaces.js';
+import { createPlan } from '../plan/collection-options.js';
+import { createOnDestination, DestinationConflict } from '../plan/destination.js';
+import { indexBuildTime, isHashedIndex, temporaryIndex, TEMPORARY_TTL_SECONDS, type IndexPlan } from '../plan/indexes.js';
+import type { NamespaceSelector } from '../plan/namespaces.js';
+import { namespaceRecord } from '../sync/initial-copy.js';
+import { DdlApplicationError } from './errors.js';
+import { buildIndex, resyncCollection } from './resync.js';
+
+export interface DdlContext {
+  source: MongoClient;
+  destination: MongoClient;
+  records: NamespaceRecords;
+  request: StartRequest;
+  selector: NamespaceSelector;
+  logger: Logger;
+}
+
+interface Namespace {
+  db: string;
+  coll: string;
+}
+
+const NAMESPACE_NOT_FOUND = 26;
+const INDEX_NOT_FOUND = 27;
+const WRITE_CONCERN = { w: 'majority' } as const;
+
+/** The DDL operation types change-event application applies. */
+export const DDL_OPERATIONS = ['create', 'drop', 'rename', 'dropDatabase', 'createIndexes', 'dropIndexes', 'modify'] as const;
+export type DdlOperation = (typeof DDL_OPERATIONS)[number];
+
+export function isDdlOperation(operationType: string): operationType is DdlOperation {
+  return (DDL_OPERATIONS as readonly string[]).includes(operationType);
+}
+
+/** Collection options `collMod` changes that the destination takes as the source has them. */
+const PLAIN_COLLMOD_OPTIONS = ['validator', 'validationLevel', 'validationAction', 'changeStreamPreAndPostImages', 'expireAfterSeconds', 'viewOn', 'pipeline'];
+
+/** A server error's code; a number even from type-faithful reads (which give it as an Int32). */
+function codeOf(error: unknown): number {
+  return Number((error as { code?: unknown } | null)?.code);
+}
+
+async function ignoring<T>(codes: readonly number[], action: () => Promise<T>): Promise<T | undefined> {
+  try {
+    return await action();
+  } catch (error) {
+    if (codes.includes(codeOf(error))) return undefined;
+    throw error;
+  }
+}
+
+function namespaceOfEvent(event: Document, field: 'ns' | 'to'): Namespace {
+  const value = event[field] as { db?: unknown; coll?: unknown } | undefined;
+  if (typeof value?.db !== 'string' || typeof value.coll !== 'string') {
+    throw new DdlApplicationError(`${String(event.operationType)} event without a ${field} namespace`);
+  }
+  return { db: value.db, coll: value.coll };
+}
+
+export class DdlApplier {
+  readonly #context: DdlContext;
+
+  constructor(context: DdlContext) {
+    this.#context = context;
+  }
+
+  /**
+   * Applies one DDL event (decoded). `duringCopy`: the event is older than the initial copy's
+   * completion, so a rename reads its collection again.
+   */
+  async apply(event: Document, duringCopy: boolean): Promise<void> {
+    const operationType = String(event.operationType) as DdlOperation;
+    const description = (event.operationDescription ?? {}) as Document;
+    switch (operationType) {
+      case 'create':
+        return this.#create(namespaceOfEvent(event, 'ns'), event.nsType === 'view' ? 'view' : 'collection', description, event.collectionUUID);
+      case 'drop':
+        return this.#drop(namespaceOfEvent(event, 'ns'));
+      case 'dropDatabase':
+        return this.#dropDatabase(String((event.ns as { db?: unknown } | undefined)?.db));
+      case 'rename':
+        return this.#rename(namespaceOfEvent(event, 'ns'), namespaceOfEvent(event, 'to'), duringCopy);
+      case 'createIndexes':
+        return this.#createIndexes(namespaceOfEvent(event, 'ns'), (description.indexes ?? []) as Document[]);
+      case 'dropIndexes':
+        return this.#dropIndexes(namespaceOfEvent(event, 'ns'), ((description.indexes ?? []) as Document[]).map((index) => String(index.name)));
+      case 'modify':
+        return this.#modify(namespaceOfEvent(event, 'ns'), description);
+    }
+  }
+
+  /** The record of a namespace, or one made from the source's catalog when none exists. */
+  async #record(ns: Namespace): Promise<NamespaceRecord | undefined> {
+    return (await this.#context.records.get(ns)) ?? (await this.#recordFromSource(ns));
+  }
+
+  async #recordFromSource(ns: Namespace): Promise<NamespaceRecord | undefined> {
+    const [entry] = await this.#context.source.db(ns.db).listCollections({ name: ns.coll }, { nameOnly: false, promoteValues: false }).toArray();
+    if (entry === undefined) return undefined;
+    const type = entry.type === 'view' ? 'view' : 'collection';
+    return this.#newRecord(ns, type, (entry as { options?: Document }).options ?? {}, (entry as { info?: { uuid?: unknown } }).info?.uuid);
+  }
+
+  #newRecord(ns: Namespace, type: 'collection' | 'view', options: Document, uuid: unknown): NamespaceRecord {
+    const { request } = this.#context;
+    const source = { db: ns.db, coll: ns.coll, type, options, indexes: [], ...(uuid === undefined ? {} : { uuid: uuid as never }) };
+    const record = namespaceRecord(source, indexBuildTime(request.buildIndexes), request);
+    // Nothing to copy: whatever the collection holds arrives as change events.
+    return { ...record, created: true, partitioned: true, indexesBuilt: true };
+  }
+
+  async #create(ns: Namespace, type: 'collection' | 'view', description: Document, uuid: unknown): Promise<void> {
+    const { idIndex: _idIndex, ...options } = description;
+    const existing = await this.#context.records.get(ns);
+    const record = existing ?? this.#newRecord(ns, type, options, uuid);
+    try {
+      await createOnDestination(this.#context.destination, record);
+    } catch (error) {
+      // Created earlier by the copy from a later catalog snapshot: later events bring it up to date.
+      if (!(error instanceof DestinationConflict)) throw error;
+      this.#context.logger.debug({ ns: namespaceOf(ns) }, 'create: the namespace already exists on the destination; kept');
+    }
+    if (existing === undefined) await this.#context.records.put(record);
+  }
+
+  async #drop(ns: Namespace): Promise<void> {
+    await ignoring([NAMESPACE_NOT_FOUND], () => this.#context.destination.db(ns.db).command({ drop: ns.coll, writeConcern: WRITE_CONCERN }));
+    await this.#context.records.remove(ns);
+  }
+
+  async #dropDatabase(db: string): Promise<void> {
+    // mongod reports a drop for each collection first; drop what remains of the sync in that database.
+    const records = (await this.#context.records.list()).filter((record) => record.db === db);
+    for (const record of records) await this.#drop(record);
+  }
+
+  async #rename(from: Namespace, to: Namespace, duringCopy: boolean): Promise<void> {
+    const { selector, destination, records, logger } = this.#context;
+    const fromSelected = selector.selects(from.db, from.coll);
+    const toSelected = selector.selects(to.db, to.coll);
+    if (fromSelected && !toSelected) {
+      logger.info({ from: namespaceOf(from), to: namespaceOf(to) }, `rename: ${namespaceOf(from)} left the sync's namespaces; dropped on the destination`);
+      return this.#drop(from);
+    }
+    if (!fromSelected) {
+      logger.info({ from: namespaceOf(from), to: namespaceOf(to) }, `rename: ${namespaceOf(to)} entered the sync's namespaces; reading it whole from the source`);
+      return resyncCollection(this.#context, to);
+    }
+    const renamed = await ignoring([NAMESPACE_NOT_FOUND], () =>
+      destination.db('admin').command({ renameCollection: namespaceOf(from), to: namespaceOf(to), dropTarget: true, writeConcern: WRITE_CONCERN }),
+    );
+    const record = (await records.get(from)) ?? (await records.get(to));
+    if (record !== undefined) await records.put({ ...record, db: to.db, coll: to.coll });
+    await records.remove(from);
+    if (renamed === undefined && !(await this.#existsOnDestination(to))) {
+      // Neither name is on the destination: nothing to rename, so take the collection as the source has it.
+      return resyncCollection(this.#context, to);
+    }
+    if (duringCopy) {
+      logger.info({ from: namespaceOf(from), to: namespaceOf(to) }, `rename during the initial copy: reading ${namespaceOf(to)} whole from the source again`);
+      await resyncCollection(this.#context, to);
+    }
+  }
+
+  async #existsOnDestination(ns: Namespace): Promise<boolean> {
+    const found = await this.#context.destination.db(ns.db).listCollections({ name: ns.coll }, { nameOnly: true }).toArray();
+    return found.length > 0;
+  }
+
+  /** Whether `buildIndexes` has Ferry build this index on the destination. */
+  #builds(spec: Document): boolean {
+    const { buildIndexes } = this.#context.request;
+    if (buildIndexes === 'never' || spec.name === '_id_') return false;
+    return !((buildIndexes === 'excludeHashed' || buildIndexes === 'excludeHashedAfterCopy') && isHashedIndex(spec));
+  }
+
+  async #createIndexes(ns: Namespace, specs: readonly Document[]): Promise<void> {
+    const record = await this.#record(ns);
+    if (record === undefined || record.type !== 'collection') return; // gone since: its drop follows
+    const db = this.#context.destination.db(ns.db);
+    let indexes = record.indexes;
+    for (const spec of specs.filter((s) => this.#builds(s))) {
+      const plan = temporaryIndex(spec, record.sourceOptions.collation as Document | undefined);
+      await buildIndex(db, ns.coll, plan);
+      indexes = [...indexes.filter((index) => index.name !== plan.name), plan];
+    }
+    await this.#context.records.put({ ...record, indexes });
+  }
+
+  async #dropIndexes(ns: Namespace, names: readonly string[]): Promise<void> {
+    const db = this.#context.destination.db(ns.db);
+    for (const name of names) {
+      await ignoring([INDEX_NOT_FOUND, NAMESPACE_NOT_FOUND], () => db.command({ dropIndexes: ns.coll, index: name, writeConcern: WRITE_CONCERN }));
+    }
+    const record = await this.#context.records.get(ns);
+    if (record !== undefined) await this.#context.records.put({ ...record, indexes: record.indexes.filter((index) => !names.includes(index.name)) });
+  }
+
+  async #modify(ns: Namespace, description: Document): Promise<void> {
+    const record = await this.#record(ns);
+    if (record === undefined) return; // gone since: its drop follows
+    const db = this.#context.destination.db(ns.db);
+    const plain = Object.fromEntries(Object.entries(description).filter(([name]) => PLAIN_COLLMOD_OPTIONS.includes(name)));
+    if (Object.keys(plain).length > 0) {
+      await db.command({ collMod: ns.coll, ...plain, writeConcern: WRITE_CONCERN });
+    }
+    const sourceOptions = { ...record.sourceOptions, ...plain };
+    if (description.cappedSize !== undefined) sourceOptions.size = description.cappedSize;
+    if (description.cappedMax !== undefined) sourceOptions.max = description.cappedMax;
+    const plan = createPlan(record.type, sourceOptions);
+    let indexes = record.indexes;
+    const change = description.index as Document | undefined;
+    const current = change === undefined ? undefined : indexes.find((index) => index.name === change.name);
+    if (change !== undefined && current !== undefined) {
+      const updated = this.#modifiedIndex(current, change, record);
+      if (updated.temporary.expireAfterSeconds !== current.temporary.expireAfterSeconds) {
+        // A plain index became a TTL index: it is one on the destination too, but nothing expires there before commit.
+        await db.command({ collMod: ns.coll, index: { name: current.name, expireAfterSeconds: TEMPORARY_TTL_SECONDS }, writeConcern: WRITE_CONCERN });
+      }
+      indexes = indexes.map((index) => (index.name === current.name ? updated : index));
+    }
+    const next: NamespaceRecord = { ...record, sourceOptions, createOptions: plan.options, indexes };
+    if (plan.capped !== undefined) next.capped = plan.capped;
+    await this.#context.records.put(next);
+  }
+
+  /** The plan of an index after a `collMod` of its options on the source. */
+  #modifiedIndex(current: IndexPlan, change: Document, record: NamespaceRecord): IndexPlan {
+    const original: Document = { ...current.original };
+    for (const option of ['hidden', 'prepareUnique', 'unique'] as const) {
+      if (change[option] === true) original[option] = true;
+      else if (change[option] === false) delete original[option];
+    }
+    if (change.expireAfterSeconds !== undefined) original.expireAfterSeconds = change.expireAfterSeconds;
+    if (change.forceNonUnique === true) delete original.unique;
+    return temporaryIndex(original, record.sourceOptions.collation as Document | undefined);
+  }
+}
+
+/** A `Timestamp` at or before `limit` (both present). */
+export function notAfter(time: Timestamp | undefined, limit: Timestamp | undefined): boolean {
+  return time !== undefined && limit !== undefined && !time.greaterThan(limit);
+}

@@ -1,0 +1,37 @@
+/**
+ * Resume tokens. mongod's `_data` is a hex KeyString whose first value is the event's cluster
+ * time (type byte 0x82, then the seconds and the increment as big-endian 32-bit integers); the
+ * rest is opaque. Reading that time lets Ferry say how far application has come from a
+ * `postBatchResumeToken` alone, which advances even when no event passes the filter.
+ */
+import { Timestamp, type Document } from 'bson';
+
+/** KeyString type byte of a Timestamp. */
+const TIMESTAMP_TYPE = 0x82;
+
+/** The cluster time at the front of a resume token, or undefined when it is not in that form. */
+export function tokenTime(token: Document | undefined): Timestamp | undefined {
+  const data = token?._data;
+  if (typeof data !== 'string' || data.length < 18 || !/^[0-9a-fA-F]+$/.test(data.slice(0, 18))) return undefined;
+  if (Number.parseInt(data.slice(0, 2), 16) !== TIMESTAMP_TYPE) return undefined;
+  const t = Number.parseInt(data.slice(2, 10), 16);
+  const i = Number.parseInt(data.slice(10, 18), 16);
+  return new Timestamp({ t, i });
+}
+
+/** `a` after `b` (either may be missing: a missing time is before every time). */
+export function timeAfter(a: Timestamp | undefined, b: Timestamp | undefined): boolean {
+  if (a === undefined) return false;
+  if (b === undefined) return true;
+  return a.greaterThan(b);
+}
+
+/** The later of two times. */
+export function laterTime(a: Timestamp | undefined, b: Timestamp | undefined): Timestamp | undefined {
+  return timeAfter(b, a) ? b : a;
+}
+
+/** A source time as logs show it: the second as an ISO date, then the increment. */
+export function describeTime(time: Timestamp | undefined): string | undefined {
+  return time === undefined ? undefined : `${new Date(time.getHighBits() * 1000).toISOString()}#${time.getLowBitsUnsigned()}`;
+}

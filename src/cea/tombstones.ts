@@ -1,0 +1,112 @@
+/**
+ * Deletes applied while the initial copy could still write the deleted document back.
+ *
+ * Change events are applied from T0 while the copy runs. A copy worker may read a document,
+ * the source then deletes it, change-event application deletes it on the destination, and only
+ * then does the worker's insert of what it read land: the document would come back. Inserts,
+ * replaces and updates cannot lose this way (the copy inserts, never overwrites: an insert that
+ * finds the document is a tolerated duplicate), only deletes can.
+ *
+ * So while the copy runs, every applied delete leaves a tombstone in the metadata (written
+ * before the delete is acknowledged, so every tombstone the resume token covers is durable).
+ * Once the copy is complete, with every lane drained, the sweep checks each tombstoned
+ * document on the source: if the source does not hold it now, it is deleted on the destination
+ * (again). That is right whatever happened since the delete: a document the source holds now
+ * was written again after the delete and its own event puts it right; a document the source
+ * does not hold is either gone for good or will be written again by a later event, applied after
+ * the sweep. Then the tombstones are removed. A crash during the sweep runs it again.
+ */
+import type { Document, MongoClient } from 'mongodb';
+import { METADATA_DATABASE, METADATA_COLLECTIONS } from '../meta/names.js';
+import { TYPE_FAITHFUL_READ, type MetadataStore } from '../meta/store.js';
+import { RawDocumentBuilder } from './raw-document.js';
+import { driverDocumentSequence } from '../copy/write-path.js';
+import { deserialize, serialize } from 'bson';
+import { findId, TYPE_FAITHFUL } from '../bson/index.js';
+import type { Logger } from '../log/logger.js';
+import { idKey } from './document-key.js';
+
+const DUPLICATE_KEY = 11000;
+const WRITE_CONCERN = { w: 'majority' } as const;
+/** `_id`s looked up on the source per query during the sweep. */
+const SWEEP_CHUNK = 1000;
+
+/** A tombstone: `{_id: {instance, ns, _id: <the document's _id>}, instance}`, built from raw bytes. */
+export function tombstoneDocument(instance: string, namespace: string, idElement: Uint8Array): Uint8Array {
+  const key = new RawDocumentBuilder().string('instance', instance).string('ns', namespace).element(idElement).finish();
+  return new RawDocumentBuilder().document('_id', key).string('instance', instance).finish();
+}
+
+/** Writes tombstones (majority); one already there is fine. */
+export async function recordTombstones(destination: MongoClient, tombstones: readonly Uint8Array[]): Promise<void> {
+  if (tombstones.length === 0) return;
+  const Sequence = driverDocumentSequence();
+  let documents: Document[];
+  if (Sequence === null) documents = tombstones.map((doc) => deserialize(doc, TYPE_FAITHFUL));
+  else {
+    const sequence = new Sequence('documents');
+    for (const doc of tombstones) sequence.push(doc, doc);
+    documents = sequence as unknown as Document[];
+  }
+  const reply = await destination.db(METADATA_DATABASE).command({
+    insert: METADATA_COLLECTIONS.tombstones,
+    documents,
+    ordered: false,
+    writeConcern: WRITE_CONCERN,
+  });
+  const refused = ((reply.writeErrors ?? []) as { code: number; errmsg?: string }[]).find((error) => error.code !== DUPLICATE_KEY);
+  if (refused !== undefined) throw new Error(`recording tombstones failed: code ${refused.code}: ${refused.errmsg ?? ''}`);
+  if (reply.writeConcernError !== undefined) throw new Error(`recording tombstones: write concern not satisfied: ${reply.writeConcernError.errmsg ?? ''}`);
+}
+
+interface TombstoneDocument {
+  _id: { instance: string; ns: string; _id: unknown };
+  instance: string;
+}
+
+/** The canonical key of an `_id` value (numbers by value, as the server matches them). */
+function keyOf(id: unknown): string {
+  const doc = serialize({ _id: id });
+  return idKey(doc, findId(doc));
+}
+
+function splitNamespace(ns: string): { db: string; coll: string } {
+  const dot = ns.indexOf('.');
+  return { db: ns.slice(0, dot), coll: ns.slice(dot + 1) };
+}
+
+/**
+ * The sweep (see the module comment). Call only with every lane drained and the copy complete.
+ * Returns how many documents it deleted on the destination.
+ */
+export async function sweepTombstones(source: MongoClient, destination: MongoClient, store: MetadataStore, logger: Logger): Promise<number> {
+  const collection = store.collection<TombstoneDocument>('tombstones');
+  const tombstones = (await collection.find({ instance: store.instance }, TYPE_FAITHFUL_READ).toArray()) as TombstoneDocument[];
+  const byNamespace = new Map<string, unknown[]>();
+  for (const { _id } of tombstones) byNamespace.set(_id.ns, [...(byNamespace.get(_id.ns) ?? []), _id._id]);
+  let deleted = 0;
+  for (const [ns, ids] of byNamespace) {
+    const { db, coll } = splitNamespace(ns);
+    for (let start = 0; start < ids.length; start += SWEEP_CHUNK) {
+      const chunk = ids.slice(start, start + SWEEP_CHUNK);
+      const present = await source
+        .db(db)
+        .collection(coll)
+        .find({ _id: { $in: chunk } } as Document, { projection: { _id: 1 }, ...TYPE_FAITHFUL_READ })
+        .toArray();
+      const held = new Set(present.map((doc) => keyOf(doc._id)));
+      const gone = chunk.filter((id) => !held.has(keyOf(id)));
+      if (gone.length === 0) continue;
+      const result = await destination
+        .db(db)
+        .collection(coll)
+        .deleteMany({ _id: { $in: gone } } as Document, { writeConcern: WRITE_CONCERN });
+      deleted += result.deletedCount;
+    }
+  }
+  await collection.deleteMany({ instance: store.instance });
+  if (tombstones.length > 0) {
+    logger.info({ tombstones: tombstones.length, deleted }, `Initial copy complete: ${tombstones.length} delete(s) applied during the copy checked again, ${deleted} document(s) the copy had written back removed`);
+  }
+  return deleted;
+}

@@ -1,0 +1,129 @@
+#!/usr/bin/env node
+/**
+ * The `ferry` daemon. Startup: flags and config → checked options (a bad one ends here with a
+ * one-line error and exit code 2, before anything is touched) → logger → control API listening
+ * (progress reports INITIALIZING) → the engine recovers an earlier run with this `--id` → IDLE or
+ * the recovered state. SIGINT/SIGTERM: close the API, let the engine record its state, exit 0.
+ * A second signal exits at once (code 1). SIGUSR1: reopen the log file (after rotation).
+ */
+import { CommanderError } from 'commander';
+import { buildServer } from '../api/server.js';
+import { ConfigError } from '../config/errors.js';
+import { LOOPBACK_ADDRESSES, type FerryOptions } from '../config/options.js';
+import { resolveOptions } from '../config/resolve.js';
+import { createLogger, type LogHandle } from '../log/logger.js';
+import { redactUris } from '../log/redact.js';
+import { renderPrometheus } from '../metrics/index.js';
+import { StateMachine } from '../state/machine.js';
+import { createEngine } from './engine.js';
+import { parseFlags } from './flags.js';
+
+/** Exit code for a bad command line, config file or connection string. */
+const EXIT_USAGE = 2;
+/** Exit code for a failure after startup checks passed (port taken, recovery failed...). */
+const EXIT_FAILURE = 1;
+
+function exitWithError(message: string, code: number): never {
+  process.stderr.write(`ferry: error: ${redactUris(message).split('\n')[0]}\n`);
+  process.exit(code);
+}
+
+function readOptions(argv: readonly string[]): FerryOptions {
+  try {
+    return resolveOptions(parseFlags(argv));
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      // --help and --version end here too, successfully, their output already written.
+      if (error.exitCode === 0) process.exit(0);
+      exitWithError(`${error.message.replace(/^error: /, '')} (see ferry --help)`, EXIT_USAGE);
+    }
+    if (error instanceof ConfigError) exitWithError(error.message, EXIT_USAGE);
+    throw error;
+  }
+}
+
+function openLog(options: FerryOptions): LogHandle {
+  try {
+    return createLogger(options);
+  } catch (error) {
+    exitWithError((error as Error).message, EXIT_USAGE);
+  }
+}
+
+/** What the startup line says about the options: everything but the connection strings' secrets. */
+function describeOptions(options: FerryOptions): Record<string, unknown> {
+  return { ...options, cluster0: options.cluster0.address, cluster1: options.cluster1.address };
+}
+
+async function main(): Promise<void> {
+  const options = readOptions(process.argv);
+  const log = openLog(options);
+  const { logger } = log;
+  logger.info({ options: describeOptions(options) }, 'Ferry starting');
+  if (!LOOPBACK_ADDRESSES.includes(options.bindAddress)) {
+    logger.warn(
+      { bindAddress: options.bindAddress },
+      'The control API has no authentication and listens beyond this machine: anyone who can reach it can start, commit or reverse a sync',
+    );
+  }
+
+  const clusters = { cluster0: options.cluster0, cluster1: options.cluster1 };
+  const engine = createEngine(options, logger);
+  const machine = new StateMachine({ engine, clusters, id: options.id, logger });
+  const server = buildServer({ machine, logger, metrics: () => renderPrometheus({ histograms: engine.histograms }) });
+
+  let stopping = false;
+  const stop = async (signal: string): Promise<void> => {
+    if (stopping) {
+      // The operator insists (the engine may be waiting on an unreachable cluster): go now.
+      logger.warn({ signal }, `Received ${signal} again: exiting without waiting for the engine to record its state`);
+      log.flush();
+      process.exit(EXIT_FAILURE);
+    }
+    stopping = true;
+    logger.info({ signal }, `Received ${signal}: stopping`);
+    try {
+      // Refuse new requests at once; progress is still served while the engine records its state.
+      const machineClosed = machine.close();
+      await server.close();
+      await machineClosed;
+      logger.info('Stopped');
+      log.flush();
+      process.exit(0);
+    } catch (error) {
+      logger.fatal({ err: error }, 'Could not stop cleanly');
+      log.flush();
+      process.exit(EXIT_FAILURE);
+    }
+  };
+  process.on('SIGINT', () => void stop('SIGINT'));
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+  process.on('SIGUSR1', () => {
+    log.reopen();
+    logger.info({ file: log.target }, 'Log file reopened');
+  });
+
+  try {
+    await server.listen({ port: options.port, host: options.bindAddress });
+  } catch (error) {
+    logger.fatal({ err: error }, 'The control API cannot listen');
+    log.flush();
+    exitWithError(`cannot listen on ${options.bindAddress}:${options.port}: ${(error as Error).message}`, EXIT_FAILURE);
+  }
+  const address = server.server.address();
+  const port = typeof address === 'object' && address !== null ? address.port : options.port;
+  logger.info({ host: options.bindAddress, port }, `Control API listening on ${options.bindAddress}:${port}`);
+
+  try {
+    await machine.initialize();
+  } catch (error) {
+    logger.fatal({ err: error }, 'Could not recover the state of an earlier run');
+    log.flush();
+    exitWithError(`could not recover the state of an earlier run: ${(error as Error).message}`, EXIT_FAILURE);
+  }
+}
+
+process.on('uncaughtException', (error) => exitWithError(`unexpected failure: ${error.stack ?? error.message}`, EXIT_FAILURE));
+process.on('unhandledRejection', (reason) => exitWithError(`unexpected failure: ${String(reason)}`, EXIT_FAILURE));
+
+await main();

@@ -1,0 +1,143 @@
+/**
+ * Restoring, at commit, the characteristics the destination held in temporary form during the
+ * sync (src/plan/indexes.ts, src/plan/collection-options.ts): for every collection the sync holds
+ * (its namespace records), each index is made what the source's index of that name is now
+ * (writes stopped at the commit point), and a capped collection gets the source's size and
+ * document limit back:
+ *
+ * - unique: `collMod` `prepareUnique: true`, then `unique: true` (the documented conversion; it
+ *   fails with CannotConvertIndexToUnique if the destination holds duplicates);
+ * - `prepareUnique` alone: `collMod` `prepareUnique: true`;
+ * - TTL: `collMod` `expireAfterSeconds` back to the source's value;
+ * - hidden: `collMod` `hidden: true`;
+ * - capped: `collMod` `cappedSize` and `cappedMax`.
+ *
+ * The steps are computed from both clusters each time (what already matches needs nothing), so a
+ * commit interrupted half-way computes only what remains. A step that fails does not stop the
+ * others; every failure is returned by namespace and index name.
+ */
+import type { Document } from 'bson';
+import type { MongoClient } from 'mongodb';
+import { TYPE_FAITHFUL } from '../bson/index.js';
+import { namespaceOf, type NamespaceRecord } from '../meta/namespaces.js';
+import { ID_INDEX_NAME } from '../plan/indexes.js';
+
+/** One `collMod` that puts one characteristic back. */
+export interface RestoreStep {
+  ns: { db: string; coll: string };
+  /** The index it restores (absent for a capped collection's size). */
+  index?: string;
+  /** What it restores, for people: `unique`, `prepareUnique`, `expireAfterSeconds`, `hidden`, `capped size`. */
+  what: string;
+  /** The `collMod` options (without `collMod` itself). */
+  change: Document;
+}
+
+/** A step the destination refused. */
+export interface RestoreFailure {
+  step: RestoreStep;
+  /** The server's error name (e.g. CannotConvertIndexToUnique). */
+  codeName: string;
+  message: string;
+}
+
+const WRITE_CONCERN = { w: 'majority' } as const;
+
+function byName(indexes: readonly Document[]): Map<string, Document> {
+  return new Map(indexes.map((index) => [String(index.name), index]));
+}
+
+/** Whether mongod reports "no limit" for a capped collection's `max`. */
+function noMax(max: unknown): boolean {
+  if (max === undefined || max === null) return true;
+  const value = Number(max);
+  return value <= 0 || value >= 0x7fffffff;
+}
+
+/** The steps one index needs to become what the source has. */
+export function indexSteps(ns: { db: string; coll: string }, source: Document, destination: Document): RestoreStep[] {
+  const steps: RestoreStep[] = [];
+  const name = String(source.name);
+  const step = (what: string, change: Document) => steps.push({ ns, index: name, what, change: { index: { name, ...change } } });
+  const wantsUnique = source.unique === true;
+  const wantsPrepare = source.prepareUnique === true || wantsUnique;
+  if (wantsPrepare && destination.prepareUnique !== true && destination.unique !== true) step('prepareUnique', { prepareUnique: true });
+  if (wantsUnique && destination.unique !== true) step('unique', { unique: true });
+  if (source.expireAfterSeconds !== undefined && Number(source.expireAfterSeconds) !== Number(destination.expireAfterSeconds)) {
+    step('expireAfterSeconds', { expireAfterSeconds: source.expireAfterSeconds });
+  }
+  if ((source.hidden === true) !== (destination.hidden === true)) step('hidden', { hidden: source.hidden === true });
+  return steps;
+}
+
+/** The step a capped collection needs to get the source's size and limit back, if any. */
+export function cappedSteps(ns: { db: string; coll: string }, source: Document, destination: Document): RestoreStep[] {
+  if (source.capped !== true || destination.capped !== true) return [];
+  const change: Document = {};
+  if (Number(source.size) !== Number(destination.size)) change.cappedSize = source.size;
+  if (!noMax(source.max) && Number(source.max) !== Number(destination.max)) change.cappedMax = source.max;
+  return Object.keys(change).length === 0 ? [] : [{ ns, what: 'capped size', change }];
+}
+
+async function listIndexes(client: MongoClient, ns: { db: string; coll: string }): Promise<Document[]> {
+  try {
+    return await client.db(ns.db).collection(ns.coll).listIndexes(TYPE_FAITHFUL).toArray();
+  } catch (error) {
+    if (Number((error as { code?: unknown }).code) === 26) return []; // NamespaceNotFound (an Int32 on type-faithful reads)
+    throw error;
+  }
+}
+
+async function collectionOptions(client: MongoClient, ns: { db: string; coll: string }): Promise<Document | undefined> {
+  const [entry] = await client.db(ns.db).listCollections({ name: ns.coll }, { nameOnly: false, ...TYPE_FAITHFUL }).toArray();
+  return (entry as { options?: Document } | undefined)?.options;
+}
+
+/** Every step the collections of `records` still need (see the module comment). */
+export async function planRestore(source: MongoClient, destination: MongoClient, records: readonly NamespaceRecord[]): Promise<RestoreStep[]> {
+  const steps: RestoreStep[] = [];
+  for (const record of records.filter((r) => r.type === 'collection')) {
+    const ns = { db: record.db, coll: record.coll };
+    const [sourceIndexes, destinationIndexes, sourceOptions, destinationOptions] = await Promise.all([
+      listIndexes(source, ns),
+      listIndexes(destination, ns),
+      collectionOptions(source, ns),
+      collectionOptions(destination, ns),
+    ]);
+    const onDestination = byName(destinationIndexes);
+    for (const index of sourceIndexes) {
+      const counterpart = onDestination.get(String(index.name));
+      if (index.name === ID_INDEX_NAME || counterpart === undefined) continue; // not built (buildIndexes)
+      steps.push(...indexSteps(ns, index, counterpart));
+    }
+    if (sourceOptions !== undefined && destinationOptions !== undefined) steps.push(...cappedSteps(ns, sourceOptions, destinationOptions));
+  }
+  return steps;
+}
+
+/** Runs the steps in order (an index's `prepareUnique` before its `unique`); returns the failures. */
+export async function runRestore(destination: MongoClient, steps: readonly RestoreStep[]): Promise<RestoreFailure[]> {
+  const failures: RestoreFailure[] = [];
+  for (const step of steps) {
+    // A unique conversion cannot run once its prepareUnique failed.
+    if (step.what === 'unique' && failures.some((f) => f.step.index === step.index && namespaceOf(f.step.ns) === namespaceOf(step.ns))) continue;
+    try {
+      await destination.db(step.ns.db).command({ collMod: step.ns.coll, ...step.change, writeConcern: WRITE_CONCERN });
+    } catch (error) {
+      const { codeName, message } = error as { codeName?: string; message?: string };
+      failures.push({ step, codeName: codeName ?? 'Error', message: message ?? String(error) });
+    }
+  }
+  return failures;
+}
+
+/** A failure as progress and the log say it. */
+export function describeFailure(failure: RestoreFailure): string {
+  const { step } = failure;
+  const target = step.index === undefined ? namespaceOf(step.ns) : `index "${step.index}" of ${namespaceOf(step.ns)}`;
+  const advice =
+    failure.codeName === 'CannotConvertIndexToUnique'
+      ? ': the destination holds documents with duplicate keys for it; remove the duplicates on the destination, and the commit completes by itself'
+      : '';
+  return `Commit could not restore ${step.what} on ${target}: ${failure.codeName}: ${failure.message}${advice}`;
+}

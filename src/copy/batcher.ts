@@ -1,0 +1,141 @@
+/**
+ * Groups raw documents, in the order they are read, into write batches bounded by bytes and by
+ * count. A batch never exceeds its byte limit unless it holds a single document larger than the
+ * limit (a document near 16 MiB with a small `batchBytes`): that document travels alone.
+ *
+ * Documents are copied out of the read replies into one contiguous buffer per batch, back to back
+ * as an OP_MSG document sequence carries them: a batch holds exactly its own bytes (never a whole
+ * reply), a reply is garbage as soon as it is consumed, and no object is made per document. The
+ * buffers are lent by a `BatchBuffers` pool and given back once their batch is written, so a
+ * worker fills the same few buffers all along.
+ */
+import { BatchBuffers } from './batch-buffers.js';
+
+/** Limits of one write batch. */
+export interface BatchLimits {
+  /** Largest sum of document sizes in one batch, in bytes. Required, positive. */
+  maxBytes: number;
+  /** Most documents in one batch (mongod's maxWriteBatchSize is 100,000). Required, positive. */
+  maxDocuments: number;
+}
+
+/** Bytes kept free before each batch's documents, for the header that frames them on the wire (write-path.ts). */
+export const SECTION_ROOM_BYTES = 32;
+
+/** One write batch: documents in read order, back to back. */
+export interface RawBatch {
+  bytes: Uint8Array;
+  /** Number of documents. */
+  count: number;
+  /** Offset in `bytes` of the last document (whose `_id` a checkpoint records). */
+  lastStart: number;
+  /**
+   * The memory `bytes` lives in: `SECTION_ROOM_BYTES` free bytes, then `bytes` (so a writer can
+   * put a header before the documents without copying them). Given back to the batcher's
+   * `BatchBuffers` once the batch is written.
+   */
+  buffer: Buffer;
+}
+
+/** Room the command document and OP_MSG framing take besides the documents (generous). */
+export const MESSAGE_OVERHEAD_BYTES = 64 * 1024;
+
+/** mongod's limits, used when a server does not report its own (`hello`). */
+export const SERVER_LIMITS = Object.freeze({
+  maxMessageSizeBytes: 48_000_000,
+  maxWriteBatchSize: 100_000,
+  maxBsonObjectSize: 16 * 1024 * 1024,
+});
+
+/**
+ * The batch limits for a `batchBytes` setting on a server with the given limits: never more than
+ * one message can carry, never more documents than one write command accepts.
+ */
+export function batchLimits(
+  batchBytes: number,
+  server: { maxMessageSizeBytes?: number; maxWriteBatchSize?: number } = {},
+): BatchLimits {
+  const messageBytes = (server.maxMessageSizeBytes ?? SERVER_LIMITS.maxMessageSizeBytes) - MESSAGE_OVERHEAD_BYTES;
+  return {
+    maxBytes: Math.max(1, Math.min(batchBytes, messageBytes)),
+    maxDocuments: Math.max(1, server.maxWriteBatchSize ?? SERVER_LIMITS.maxWriteBatchSize),
+  };
+}
+
+export class Batcher {
+  readonly #limits: BatchLimits;
+  readonly #buffers: BatchBuffers;
+  #buffer: Buffer | undefined;
+  #used = 0;
+  #count = 0;
+  #lastStart = 0;
+
+  /**
+   * `buffers` lends the batch buffers (a worker's pool, shared by its partitions); by default
+   * the batcher has a pool of its own holding one buffer.
+   */
+  constructor(limits: BatchLimits, buffers = new BatchBuffers(SECTION_ROOM_BYTES + limits.maxBytes, 1)) {
+    if (!(limits.maxBytes > 0) || !(limits.maxDocuments > 0)) {
+      throw new RangeError(`batch limits must be positive, got ${JSON.stringify(limits)}`);
+    }
+    this.#limits = limits;
+    this.#buffers = buffers;
+  }
+
+  /** Documents waiting in the batch being filled. */
+  get pendingDocuments(): number {
+    return this.#count;
+  }
+
+  /** Whether a document of `size` bytes can join the batch being filled (an empty one takes any). */
+  fits(size: number): boolean {
+    return this.#count === 0 || (this.#used + size <= this.#limits.maxBytes && this.#count < this.#limits.maxDocuments);
+  }
+
+  /**
+   * Copies in the document of `size` bytes at `start` of `source`; it must fit (`fits`), else
+   * flush first. A new batch takes its buffer here, not at flush, so that a caller that writes
+   * each flushed batch before adding more holds one buffer besides those being written.
+   */
+  add(source: Uint8Array, start: number, size: number): void {
+    if (!this.fits(size)) throw new RangeError(`a document of ${size} bytes does not fit the batch being filled: flush it first`);
+    this.#buffer ??= this.#buffers.acquire(SECTION_ROOM_BYTES + Math.max(size, this.#limits.maxBytes));
+    const at = SECTION_ROOM_BYTES + this.#used;
+    copyBytes(source, start, size, this.#buffer, at);
+    this.#lastStart = this.#used;
+    this.#used += size;
+    this.#count++;
+  }
+
+  /** Returns the batch being filled (undefined when empty) and starts a new one. */
+  flush(): RawBatch | undefined {
+    if (this.#count === 0 || this.#buffer === undefined) return undefined;
+    const buffer = this.#buffer;
+    const batch = { bytes: buffer.subarray(SECTION_ROOM_BYTES, SECTION_ROOM_BYTES + this.#used), count: this.#count, lastStart: this.#lastStart, buffer };
+    this.#buffer = undefined;
+    this.#used = 0;
+    this.#count = 0;
+    return batch;
+  }
+
+  /** Gives a written batch's buffer back for reuse (nothing may read the batch afterwards). */
+  release(batch: RawBatch): void {
+    this.#buffers.release(batch.buffer);
+  }
+}
+
+const bufferCopy = Buffer.prototype.copy;
+
+/** `size` bytes of `source` from `start` into `target` at `at` (no view object per document when `source` is a Buffer). */
+function copyBytes(source: Uint8Array, start: number, size: number, target: Buffer, at: number): void {
+  if (Buffer.isBuffer(source)) bufferCopy.call(source, target, at, start, start + size);
+  else target.set(source.subarray(start, start + size), at);
+}
+
+/** The offset of each document of a batch (a walk over their length prefixes). */
+export function documentStarts(batch: RawBatch): number[] {
+  const starts: number[] = [];
+  const view = new DataView(batch.bytes.buffer, batch.bytes.byteOffset, batch.bytes.byteLength);
+  for (let offset = 0; starts.length < batch.count; offset += view.getInt32(offset, true)) starts.push(offset);
+  return starts;
+}

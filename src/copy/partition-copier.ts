@@ -1,0 +1,328 @@
+/**
+ * Copies one partition: reads its `_id` range from the source with a raw cursor and writes it to
+ * the destination in byte-bounded unordered batches, several batches in flight while reading
+ * continues. No document is deserialized: only the last `_id` of each batch is read, by a scan of
+ * its bytes, for the checkpoint.
+ *
+ * Reading: `find` with `hint: {_id: 1}` and `min`/`max` index bounds (never `$gte`/`$lt`, which
+ * bracket by type), replies kept as bytes (raw-cursor.ts). Resuming after a checkpoint, `min` is the checkpoint's `_id`,
+ * and that document is skipped (it is written). Capped collections are read whole in natural
+ * order (`hint: {$natural: 1}`); they have no usable checkpoint, so they start over, and the
+ * documents already there are tolerated as duplicates.
+ *
+ * Checkpoints cover only batches that are fully written, with every batch before them (an
+ * in-order watermark over the overlapping writes), at most once per `checkpointIntervalMs`, and
+ * once more at the end. Memory held: `batchesInFlight` batches being written and the batch being
+ * filled, in `batchesInFlight + 1` buffers of `batchBytes` reused from batch to batch and from
+ * partition to partition (batch-buffers.ts; a document larger than `batchBytes` gets one of its
+ * own), and the current reply (about `batchBytes`, at most 16 MiB), garbage once its documents are
+ * copied into batches.
+ *
+ * Transient failures (see transient.ts) restart the read from the watermark, a few times with
+ * backoff; anything else fails the partition.
+ */
+import type { MongoClient } from 'mongodb';
+import { compareBsonValues, readId } from '../bson/index.js';
+import type { PartitionKey, PartitionRow } from '../meta/partitions.js';
+import { packValue, unpackValue } from '../meta/store.js';
+import type { HistogramRecorder } from '../metrics/samples.js';
+import { partitionFindOptions } from '../plan/partitions.js';
+import { BatchBuffers } from './batch-buffers.js';
+import { Batcher, batchLimits, SECTION_ROOM_BYTES, type BatchLimits, type RawBatch } from './batcher.js';
+import { documentSize, RawCursor } from './raw-cursor.js';
+import type { SharedCounters, StopFlag } from './shared-state.js';
+import { isTransientError } from './transient.js';
+import { Watermark, type BatchMark } from './watermark.js';
+import { createBatchWriter, lastIdOf, type BatchWriter, type WritePath } from './write-path.js';
+
+/** How partitions are copied (the same for every partition of a sync). */
+export interface CopySettings {
+  /** Largest write batch in bytes (`--batchBytes`). */
+  batchBytes: number;
+  /** Write batches in flight per partition while reading continues (`--batchesInFlight`). */
+  batchesInFlight: number;
+  /** Least time between two checkpoints of a partition, in ms. Default 1000. */
+  checkpointIntervalMs: number;
+  /** `raw` (default) or `decode`; see write-path.ts. */
+  writePath: WritePath;
+}
+
+/**
+ * One partition to copy, as the scheduler hands it to a worker (plain data: it crosses threads):
+ * its row (bounds and checkpoint packed, totals at the checkpoint) and how to copy it.
+ */
+export interface PartitionTask extends Pick<PartitionRow, 'key' | 'db' | 'coll' | 'order' | 'min' | 'max' | 'lastId' | 'copiedDocs' | 'copiedBytes'> {
+  /** The collection's average document size, to size read batches. */
+  averageDocumentBytes: number;
+  settings: CopySettings;
+}
+
+export interface PartitionOutcome {
+  /** `done`: the range is copied; `stopped`: asked to stop, checkpointed where it was. */
+  status: 'done' | 'stopped';
+  /** Final in-order position (absent when nothing was ever written in this range). */
+  lastId?: string;
+  copiedDocs: number;
+  copiedBytes: number;
+  /** The write path used. */
+  writePath: WritePath;
+}
+
+/** What a copy needs from the thread it runs in. */
+export interface CopyResources {
+  source: MongoClient;
+  destination: MongoClient;
+  /** Persists a partition's in-order position (the partition table, on the destination). */
+  checkpoint(key: PartitionKey, position: { lastId: string; copiedDocs: number; copiedBytes: number }): Promise<void>;
+  histograms: HistogramRecorder;
+  counters: SharedCounters;
+  stop: StopFlag;
+  /** The destination's `hello` limits, when known. */
+  serverLimits?: { maxMessageSizeBytes?: number; maxWriteBatchSize?: number };
+  /**
+   * This thread's write-batch buffers not in use: each partition being copied takes a set and
+   * gives it back when done, so partition after partition fills the same buffers.
+   */
+  idleBatchBuffers?: BatchBuffers[];
+}
+
+/** Transient failures retried per partition before it fails. */
+const TRANSIENT_RETRIES = 5;
+const FIRST_BACKOFF_MS = 500;
+/** Bounds of one read batch, in bytes: big enough to amortize round trips, small next to 16 MiB replies. */
+const MIN_READ_BATCH_BYTES = 1024 * 1024;
+const MAX_READ_BATCH_BYTES = 16 * 1024 * 1024;
+const MAX_READ_BATCH_DOCUMENTS = 100_000;
+
+/** Documents per `find`/`getMore` reply for a partition. */
+export function readBatchSize(averageDocumentBytes: number, batchBytes: number): number {
+  const bytes = Math.min(MAX_READ_BATCH_BYTES, Math.max(MIN_READ_BATCH_BYTES, batchBytes));
+  const average = averageDocumentBytes > 0 ? averageDocumentBytes : 1024;
+  return Math.max(1, Math.min(MAX_READ_BATCH_DOCUMENTS, Math.ceil(bytes / average)));
+}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/**
+ * A set of batch buffers for one partition: `batchesInFlight` being written and one being filled.
+ * Taken from the thread's idle sets (`resources.idleBatchBuffers`) when one fits.
+ */
+function takeBatchBuffers(resources: CopyResources, limits: BatchLimits, batchesInFlight: number): BatchBuffers {
+  const bytes = SECTION_ROOM_BYTES + limits.maxBytes;
+  const capacity = batchesInFlight + 1;
+  const idle = (resources.idleBatchBuffers ??= []);
+  const fitting = idle.findIndex((buffers) => buffers.bufferBytes === bytes && buffers.capacity === capacity);
+  return fitting >= 0 ? idle.splice(fitting, 1)[0]! : new BatchBuffers(bytes, capacity);
+}
+
+/** The in-order position of a partition: where to resume and the totals up to there. */
+interface Position {
+  lastId?: unknown;
+  documents: number;
+  bytes: number;
+}
+
+export async function copyPartition(task: PartitionTask, resources: CopyResources): Promise<PartitionOutcome> {
+  const writer = createBatchWriter(resources.destination.db(task.db), task.coll, task.settings.writePath);
+  const natural = task.order === 'natural';
+  let position: Position = natural
+    ? { documents: 0, bytes: 0 }
+    : { lastId: task.lastId === undefined ? undefined : unpackValue(task.lastId), documents: task.copiedDocs, bytes: task.copiedBytes };
+  const limits = batchLimits(task.settings.batchBytes, resources.serverLimits);
+  const buffers = takeBatchBuffers(resources, limits, task.settings.batchesInFlight);
+  try {
+    for (let retry = 0; ; retry++) {
+      const run = new PartitionRun(task, resources, writer, position, new Batcher(limits, buffers));
+      try {
+        return await run.copy();
+      } catch (error) {
+        if (!isTransientError(error) || retry >= TRANSIENT_RETRIES) throw error;
+        // Natural order has no resumable position: start over (duplicates are tolerated).
+        position = natural ? { documents: 0, bytes: 0 } : run.position;
+        await sleep(FIRST_BACKOFF_MS * 2 ** retry);
+      }
+    }
+  } finally {
+    // Every batch has settled by now (a pass waits for its writes, even when it fails).
+    resources.idleBatchBuffers!.push(buffers);
+  }
+}
+
+/** One pass over a partition from a position; a transient failure ends it and a new pass resumes. */
+class PartitionRun {
+  readonly #task: PartitionTask;
+  readonly #resources: CopyResources;
+  readonly #writer: BatchWriter;
+  readonly #watermark: Watermark;
+  readonly #inFlight = new Set<Promise<void>>();
+  readonly #batcher: Batcher;
+  #failure: unknown;
+  #sequence = 0;
+  /** Totals of the batches issued so far (in read order). */
+  #issuedDocuments: number;
+  #issuedBytes: number;
+  #lastCheckpointAt = Date.now();
+  #checkpointing: Promise<void> | undefined;
+  #checkpointed: BatchMark | undefined;
+  readonly #start: Position;
+
+  constructor(task: PartitionTask, resources: CopyResources, writer: BatchWriter, start: Position, batcher: Batcher) {
+    this.#task = task;
+    this.#batcher = batcher;
+    this.#resources = resources;
+    this.#writer = writer;
+    this.#start = start;
+    this.#issuedDocuments = start.documents;
+    this.#issuedBytes = start.bytes;
+    this.#watermark = new Watermark(
+      start.lastId === undefined ? undefined : { lastId: start.lastId, documents: start.documents, bytes: start.bytes },
+    );
+  }
+
+  /** The in-order position reached (where a new pass resumes). */
+  get position(): Position {
+    const mark = this.#watermark.current;
+    return mark === undefined ? this.#start : { lastId: mark.lastId, documents: mark.documents, bytes: mark.bytes };
+  }
+
+  async copy(): Promise<PartitionOutcome> {
+    const { source, stop, histograms } = this.#resources;
+    const task = this.#task;
+    const resumeAfter = this.#start.lastId;
+    const bounds =
+      task.order === 'natural'
+        ? { hint: { $natural: 1 } }
+        : partitionFindOptions({ min: resumeAfter ?? unpackValue(task.min), max: unpackValue(task.max) });
+    const cursor = new RawCursor(source, task.db, task.coll, {
+      ...bounds,
+      batchSize: readBatchSize(task.averageDocumentBytes, task.settings.batchBytes),
+    });
+    const batcher = this.#batcher;
+    let skipResumePoint = resumeAfter !== undefined;
+    let stopped = false;
+    try {
+      for (;;) {
+        if (stop.raised) {
+          stopped = true;
+          break;
+        }
+        const started = performance.now();
+        const reply = await cursor.next();
+        if (reply === undefined) break;
+        histograms.record('copyReadLatencyMs', performance.now() - started);
+        const { buffer, starts } = reply;
+        for (const start of starts) {
+          if (skipResumePoint) {
+            skipResumePoint = false;
+            // The range restarts at the checkpoint's `_id` (inclusive): that document is written.
+            if (compareBsonValues(readId(buffer, start), resumeAfter) === 0) continue;
+          }
+          const size = documentSize(buffer, start);
+          // The full batch goes out before the next one takes a buffer (see BatchBuffers).
+          if (!batcher.fits(size)) await this.#issue(batcher.flush()!);
+          batcher.add(buffer, start, size);
+        }
+      }
+      if (!stopped) {
+        const last = batcher.flush();
+        if (last !== undefined) await this.#issue(last);
+      }
+      await this.#drain();
+    } catch (error) {
+      // Let the writes still in flight settle, so a retry starts from a quiet position.
+      await Promise.allSettled(this.#inFlight);
+      throw error;
+    } finally {
+      // A batch left unwritten (stopped, or failed) gives its buffer back too.
+      const unwritten = batcher.flush();
+      if (unwritten !== undefined) batcher.release(unwritten);
+      await cursor.close();
+    }
+    // A stopped partition resumes from its checkpoint; a finished one is recorded by the scheduler.
+    if (stopped) await this.#checkpoint(true);
+    else await this.#checkpointing;
+    const mark = this.#watermark.current;
+    const outcome: PartitionOutcome = {
+      status: stopped ? 'stopped' : 'done',
+      copiedDocs: mark?.documents ?? this.#start.documents,
+      copiedBytes: mark?.bytes ?? this.#start.bytes,
+      writePath: this.#writer.path,
+    };
+    if (mark !== undefined && task.order === 'id') outcome.lastId = packValue(mark.lastId);
+    return outcome;
+  }
+
+  /**
+   * Starts writing a batch once fewer than `batchesInFlight` are being written. The batch's
+   * buffer goes back to the batcher once its write has settled (or at once if it is not written).
+   */
+  async #issue(batch: RawBatch): Promise<void> {
+    const batcher = this.#batcher;
+    while (this.#inFlight.size >= this.#task.settings.batchesInFlight && this.#failure === undefined) {
+      await Promise.race(this.#inFlight);
+    }
+    if (this.#failure !== undefined) {
+      batcher.release(batch);
+      throw this.#failure;
+    }
+    const sequence = this.#sequence++;
+    const bytes = batch.bytes.byteLength;
+    this.#issuedDocuments += batch.count;
+    this.#issuedBytes += bytes;
+    const mark: BatchMark = { lastId: lastIdOf(batch), documents: this.#issuedDocuments, bytes: this.#issuedBytes };
+    const { histograms, counters } = this.#resources;
+    histograms.record('copyBatchBytes', bytes);
+    const started = performance.now();
+    const write: Promise<void> = this.#writer.write(batch).then(
+      () => {
+        batcher.release(batch);
+        histograms.record('copyWriteLatencyMs', performance.now() - started);
+        counters.add(bytes, batch.count);
+        if (this.#watermark.complete(sequence, mark) !== undefined) void this.#checkpoint(false);
+      },
+      (error: unknown) => {
+        batcher.release(batch);
+        this.#failure ??= error;
+      },
+    );
+    const tracked = write.finally(() => this.#inFlight.delete(tracked));
+    this.#inFlight.add(tracked);
+  }
+
+  /** Waits for every batch being written; throws the first failure. */
+  async #drain(): Promise<void> {
+    while (this.#inFlight.size > 0) await Promise.race(this.#inFlight);
+    if (this.#failure !== undefined) throw this.#failure;
+  }
+
+  /**
+   * Persists the watermark when it moved and the interval has passed (or `final`). One checkpoint
+   * write at a time; a failure of one fails the pass like a failed batch.
+   */
+  async #checkpoint(final: boolean): Promise<void> {
+    if (this.#task.order === 'natural') return;
+    if (final) await this.#checkpointing;
+    else if (this.#checkpointing !== undefined || Date.now() - this.#lastCheckpointAt < this.#task.settings.checkpointIntervalMs) return;
+    const mark = this.#watermark.current;
+    if (mark === undefined || mark === this.#checkpointed) return;
+    this.#lastCheckpointAt = Date.now();
+    const writing = this.#resources
+      .checkpoint(this.#task.key, { lastId: packValue(mark.lastId), copiedDocs: mark.documents, copiedBytes: mark.bytes })
+      .then(
+        () => {
+          this.#checkpointed = mark;
+        },
+        (error: unknown) => {
+          this.#failure ??= error;
+        },
+      )
+      .finally(() => {
+        this.#checkpointing = undefined;
+      });
+    this.#checkpointing = writing;
+    if (final) {
+      await writing;
+      if (this.#failure !== undefined) throw this.#failure;
+    }
+  }
+}

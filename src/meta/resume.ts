@@ -1,0 +1,101 @@
+/**
+ * The resume document: one per instance, `_id` = the instance's `--id`. It says what the sync is
+ * doing and is written before the work it describes, so a restarted Ferry continues from it:
+ * the state the API reports, the phase of the initial copy (with the time each phase began), the
+ * start request, and the source time T0 from which change events must be applied.
+ *
+ * Phases, in order: `planning` (catalog recorded, destination prepared, partition table written)
+ * → `copying` → `buildingIndexes` (only when indexes are built after the copy) → `copied` (the
+ * initial copy is complete; only change-event application remains).
+ */
+import type { Timestamp } from 'bson';
+import type { StartRequest } from '../api/start-request.js';
+import type { RecoverableState } from '../state/engine.js';
+import { InstanceCollection, METADATA_WRITE_CONCERN, type MetadataStore } from './store.js';
+
+export const SYNC_PHASES = ['planning', 'copying', 'buildingIndexes', 'copied'] as const;
+export type SyncPhase = (typeof SYNC_PHASES)[number];
+
+export interface PhaseTransition {
+  phase: SyncPhase;
+  at: Date;
+}
+
+export interface ResumeDocument {
+  /** The instance id. */
+  _id: string;
+  state: RecoverableState;
+  phase: SyncPhase;
+  transitions: PhaseTransition[];
+  /** The start request, `source`/`destination` in the current direction. */
+  request: StartRequest;
+  /** T0: the source's operation time taken before anything was read; change events apply from it. */
+  startAtOperationTime: Timestamp;
+  /** True once every selected namespace has its record (the catalog snapshot is complete). */
+  catalogRecorded: boolean;
+  /** Why the sync last stopped on an error (cleared when it runs again). */
+  lastError?: string;
+  ferryVersion: string;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+/** What `create` needs; the rest starts empty. */
+export interface NewResume {
+  request: StartRequest;
+  startAtOperationTime: Timestamp;
+  ferryVersion: string;
+}
+
+export class ResumeStore extends InstanceCollection<ResumeDocument> {
+  constructor(store: MetadataStore) {
+    super(store, 'resume');
+  }
+
+  /** This instance's resume document, or null when it has never started a sync here. */
+  async read(): Promise<ResumeDocument | null> {
+    // Timestamps and Dates keep their types without type-faithful options; numbers are not stored.
+    return this.collection.findOne({ _id: this.instance });
+  }
+
+  /** Records a new sync (state RUNNING, phase `planning`). Fails if this instance already has one. */
+  async create(fresh: NewResume): Promise<ResumeDocument> {
+    const now = new Date();
+    const doc: ResumeDocument = {
+      _id: this.instance,
+      state: 'RUNNING',
+      phase: 'planning',
+      transitions: [{ phase: 'planning', at: now }],
+      request: fresh.request,
+      startAtOperationTime: fresh.startAtOperationTime,
+      catalogRecorded: false,
+      ferryVersion: fresh.ferryVersion,
+      createdAt: now,
+      updatedAt: now,
+    };
+    await this.collection.insertOne(doc, { writeConcern: METADATA_WRITE_CONCERN });
+    return doc;
+  }
+
+  /** Enters a new phase, noting when. */
+  async enterPhase(phase: SyncPhase): Promise<void> {
+    const at = new Date();
+    await this.collection.updateOne(
+      { _id: this.instance },
+      { $set: { phase, updatedAt: at }, $push: { transitions: { phase, at } } },
+    );
+  }
+
+  /** Records the state the API reports (and why, for a stop on an error). */
+  async setState(state: RecoverableState, lastError?: string): Promise<void> {
+    const update =
+      lastError === undefined
+        ? { $set: { state, updatedAt: new Date() }, $unset: { lastError: '' as const } }
+        : { $set: { state, lastError, updatedAt: new Date() } };
+    await this.collection.updateOne({ _id: this.instance }, update);
+  }
+
+  async markCatalogRecorded(): Promise<void> {
+    await this.collection.updateOne({ _id: this.instance }, { $set: { catalogRecorded: true, updatedAt: new Date() } });
+  }
+}

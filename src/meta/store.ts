@@ -1,0 +1,79 @@
+/**
+ * The metadata database on the destination, where Ferry keeps everything it needs to continue
+ * after a crash. Every write uses majority write concern (it must survive a failover of the
+ * destination), every read is type-faithful (an Int32 `_id` bound stays an Int32).
+ *
+ * BSON values and documents that must round-trip exactly (`_id` bounds and checkpoints, collection
+ * options, index specifications with `$`-operators) are kept as base64 of their BSON bytes: exact
+ * for every type (Extended JSON cannot parse some values back, e.g. a UUID-subtype binary of the
+ * wrong length), free of `$`-field rules, and plain strings that worker threads receive as is.
+ */
+import { deserialize, serialize, type Document } from 'bson';
+import { TYPE_FAITHFUL } from '../bson/index.js';
+import { ReadConcern, type Collection, type Db, type MongoClient, type WriteConcernSettings } from 'mongodb';
+import { METADATA_COLLECTIONS, METADATA_DATABASE } from './names.js';
+
+/** Write concern of every metadata write. */
+export const METADATA_WRITE_CONCERN: WriteConcernSettings = Object.freeze({ w: 'majority' });
+
+const METADATA_READ_CONCERN = new ReadConcern('majority');
+
+/** Reading options that keep every value's BSON type (an Int32 stays an Int32). */
+export const TYPE_FAITHFUL_READ = TYPE_FAITHFUL;
+
+/** A BSON value (an `_id`, MinKey, MaxKey) as base64 of the BSON document `{v: value}`. */
+export function packValue(value: unknown): string {
+  return Buffer.from(serialize({ v: value })).toString('base64');
+}
+
+/** The value `packValue` packed, with its exact BSON type. */
+export function unpackValue(packed: string): unknown {
+  return deserialize(Buffer.from(packed, 'base64'), TYPE_FAITHFUL_READ).v;
+}
+
+/** A document as base64 of its BSON bytes. */
+export function packDocument(doc: Document): string {
+  return Buffer.from(serialize(doc)).toString('base64');
+}
+
+/** The document `packDocument` packed, with its exact types. */
+export function unpackDocument(packed: string): Document {
+  return deserialize(Buffer.from(packed, 'base64'), TYPE_FAITHFUL_READ);
+}
+
+/** A number stored in metadata, whatever numeric BSON type a type-faithful read returned. */
+export function storedNumber(value: unknown): number {
+  return value === undefined || value === null ? 0 : Number(value);
+}
+
+/** The metadata database of one cluster, for one instance. */
+export class MetadataStore {
+  readonly db: Db;
+
+  constructor(
+    client: MongoClient,
+    /** This instance's `--id`: every document it writes names it. */
+    readonly instance: string,
+  ) {
+    this.db = client.db(METADATA_DATABASE, {
+      writeConcern: METADATA_WRITE_CONCERN,
+      readConcern: METADATA_READ_CONCERN,
+    });
+  }
+
+  collection<T extends Document>(name: keyof typeof METADATA_COLLECTIONS): Collection<T> {
+    return this.db.collection<T>(METADATA_COLLECTIONS[name]);
+  }
+}
+
+/** Base of the metadata stores: one metadata collection, used on behalf of one instance. */
+export abstract class InstanceCollection<T extends Document> {
+  protected readonly collection: Collection<T>;
+  /** The instance id every document names. */
+  protected readonly instance: string;
+
+  constructor(store: MetadataStore, name: keyof typeof METADATA_COLLECTIONS) {
+    this.collection = store.collection<T>(name);
+    this.instance = store.instance;
+  }
+}

@@ -1,0 +1,52 @@
+/**
+ * Prometheus text exposition (format 0.0.4) of Ferry's metrics, for a `GET /metrics` endpoint.
+ * Histograms are exposed as summaries (p50/p90/p99 quantiles, the maximum as quantile 1, `_sum`,
+ * `_count`) in base units.
+ */
+import { COUNTER_NAMES, COUNTER_SPECS, type Counters } from './counters.js';
+import { HISTOGRAM_NAMES, HISTOGRAM_SPECS, type HistogramSet } from './histograms.js';
+
+/** The metrics to render; either may be omitted. */
+export interface PrometheusSources {
+  histograms?: HistogramSet;
+  counters?: Counters;
+}
+
+const QUANTILES = [
+  ['0.5', 'p50'],
+  ['0.9', 'p90'],
+  ['0.99', 'p99'],
+  ['1', 'max'],
+] as const;
+
+function escapeHelp(text: string): string {
+  return text.replace(/\\/g, '\\\\').replace(/\n/g, '\\n');
+}
+
+/** Renders the metrics as Prometheus text; content type `text/plain; version=0.0.4`. */
+export function renderPrometheus(sources: PrometheusSources): string {
+  const lines: string[] = [];
+  if (sources.counters !== undefined) {
+    for (const name of COUNTER_NAMES) {
+      const spec = COUNTER_SPECS[name];
+      lines.push(`# HELP ${spec.prometheusName} ${escapeHelp(spec.help)}`);
+      lines.push(`# TYPE ${spec.prometheusName} counter`);
+      lines.push(`${spec.prometheusName} ${sources.counters.get(name)}`);
+    }
+  }
+  if (sources.histograms !== undefined) {
+    for (const name of HISTOGRAM_NAMES) {
+      const spec = HISTOGRAM_SPECS[name];
+      const summary = sources.histograms.percentiles(name);
+      const factor = spec.prometheusFactor;
+      lines.push(`# HELP ${spec.prometheusName} ${escapeHelp(spec.help)}`);
+      lines.push(`# TYPE ${spec.prometheusName} summary`);
+      for (const [quantile, field] of QUANTILES) {
+        lines.push(`${spec.prometheusName}{quantile="${quantile}"} ${summary[field] * factor}`);
+      }
+      lines.push(`${spec.prometheusName}_sum ${summary.mean * summary.count * factor}`);
+      lines.push(`${spec.prometheusName}_count ${summary.count}`);
+    }
+  }
+  return lines.join('\n') + '\n';
+}

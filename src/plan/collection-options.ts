@@ -1,0 +1,54 @@
+/**
+ * The options a destination collection is created with, from the source's `listCollections`
+ * entry. Everything is carried over as the source has it (collation, validator and validation
+ * settings, change-stream pre/post images, clustered index, time series, storage engine...),
+ * except what the spec makes temporary: a capped collection is created with the largest size
+ * mongod allows and no document limit, so the copy and change-event application never evict a
+ * document the source still holds; its original `size`/`max` are recorded for commit.
+ *
+ * Validation is not relaxed here: Ferry's writes bypass it (`bypassDocumentValidation`).
+ */
+import type { Document } from 'mongodb';
+
+/** mongod's largest capped collection size: 1 PB ("size cannot exceed 1 PB"). */
+export const MAX_CAPPED_SIZE_BYTES = 1024 ** 5;
+
+/** What commit must restore on a capped collection. */
+export interface CappedOriginal {
+  /** The source's `size`, in bytes. */
+  size: number;
+  /** The source's `max` document count; absent when it has none. */
+  max?: number;
+}
+
+/** How to create one destination namespace. */
+export interface CreatePlan {
+  /** The `create` command's options (everything but the name). */
+  options: Document;
+  /** Set for capped collections: the characteristics to restore at commit. */
+  capped?: CappedOriginal;
+}
+
+/** mongod reports "no limit" on a capped collection's `max` as 0, a negative number or 2^31-1. */
+function cappedMax(max: unknown): number | undefined {
+  if (max === undefined || max === null) return undefined;
+  const value = Number(max);
+  return value <= 0 || value >= 0x7fffffff ? undefined : value;
+}
+
+/** The `create` options for a collection or view, from its source `listCollections` options. */
+export function createPlan(type: 'collection' | 'view', sourceOptions: Document): CreatePlan {
+  const options: Document = { ...sourceOptions };
+  if (type === 'view' || options.capped !== true) return { options };
+  const capped: CappedOriginal = { size: Number(options.size) };
+  const max = cappedMax(options.max);
+  if (max !== undefined) capped.max = max;
+  options.size = MAX_CAPPED_SIZE_BYTES;
+  delete options.max;
+  return { options, capped };
+}
+
+/** The options a destination collection lists during sync, given the source's (for comparisons). */
+export function temporaryCollectionOptions(sourceOptions: Document): Document {
+  return createPlan('collection', sourceOptions).options;
+}

@@ -1,0 +1,208 @@
+/**
+ * The one owner of Ferry's state. API requests and the engine's background events all pass
+ * through one queue, so they take effect one at a time and in order: two simultaneous `start`
+ * calls run one after the other, and the second finds the state RUNNING and is refused.
+ * A refused or failed request leaves the state exactly as it was.
+ */
+import { InvalidStateTransition, NotReadyToCommit, NotReversible } from '../api/errors.js';
+import type { StartRequest } from '../api/start-request.js';
+import type { ClusterEndpoint } from '../config/clusters.js';
+import type { Logger } from '../log/logger.js';
+import { redactUris } from '../log/redact.js';
+import type { EngineEvent, SyncEngine } from './engine.js';
+import { buildProgress, type Progress } from './progress.js';
+import { COMMANDS, isTransition, type Command, type State } from './states.js';
+
+export interface StateMachineOptions {
+  engine: SyncEngine;
+  clusters: { cluster0: ClusterEndpoint; cluster1: ClusterEndpoint };
+  /** This instance's id (`mongosyncID`). */
+  id: string;
+  logger: Logger;
+}
+
+export class StateMachine {
+  #state: State = 'INITIALIZING';
+  #request: StartRequest | undefined;
+  /** Why the sync stopped by itself, shown in progress until it runs again. */
+  #failure: string | undefined;
+  #queue: Promise<unknown> = Promise.resolve();
+  /** Set when shutdown begins: new requests are refused from then on. */
+  #closing = false;
+  /** Set once the engine is closed: its events no longer apply. */
+  #closed = false;
+  readonly #engine: SyncEngine;
+  readonly #options: StateMachineOptions;
+  readonly #logger: Logger;
+
+  constructor(options: StateMachineOptions) {
+    this.#options = options;
+    this.#engine = options.engine;
+    this.#logger = options.logger;
+    this.#engine.attach((event) => {
+      void this.#serialize(() => this.#onEngineEvent(event)).catch((error: unknown) =>
+        this.#logger.error({ err: error, event: event.type }, 'Could not handle an engine event'),
+      );
+    });
+  }
+
+  get state(): State {
+    return this.#state;
+  }
+
+  /** The progress record; in-memory only, never waits (not even for the queue). */
+  progress(): Progress {
+    return buildProgress({
+      state: this.#state,
+      request: this.#request,
+      clusters: this.#options.clusters,
+      id: this.#options.id,
+      snapshot: this.#engine.snapshot(),
+      warnings: this.#failure === undefined ? [] : [this.#failure],
+    });
+  }
+
+  /** INITIALIZING → IDLE, or → the state of an earlier run with this id that the engine recovered. */
+  initialize(): Promise<void> {
+    return this.#serialize(async () => {
+      this.#require('INITIALIZING', 'initialize');
+      const recovered = await this.#engine.recover();
+      if (recovered === undefined) {
+        this.#moveTo('IDLE');
+      } else {
+        this.#request = recovered.request;
+        this.#moveTo(recovered.state);
+      }
+    });
+  }
+
+  start(request: StartRequest): Promise<void> {
+    return this.#command('start', async () => {
+      await this.#engine.preflight(request);
+      await this.#engine.start(request);
+      this.#request = request;
+      this.#moveTo(COMMANDS.start.to);
+    });
+  }
+
+  pause(): Promise<void> {
+    return this.#simple('pause', () => this.#engine.pause());
+  }
+
+  resume(): Promise<void> {
+    return this.#simple('resume', async () => {
+      await this.#engine.resume();
+      this.#failure = undefined;
+    });
+  }
+
+  commit(): Promise<void> {
+    return this.#command('commit', async () => {
+      if (!this.progress().canCommit) {
+        throw new NotReadyToCommit(
+          'commit is possible only once the copy has finished and change events are being applied with little lag (see canCommit in progress)',
+        );
+      }
+      await this.#engine.commit();
+      this.#moveTo(COMMANDS.commit.to);
+    });
+  }
+
+  reverse(): Promise<void> {
+    return this.#command('reverse', async () => {
+      const request = this.#request!;
+      if (!request.reversible || request.enableUserWriteBlocking !== 'sourceAndDestination') {
+        throw new NotReversible(
+          'reverse needs a sync started with reversible: true and enableUserWriteBlocking: true ("sourceAndDestination")',
+        );
+      }
+      await this.#engine.reverse();
+      this.#request = { ...request, source: request.destination, destination: request.source };
+      this.#moveTo(COMMANDS.reverse.to);
+    });
+  }
+
+  /**
+   * Refuses new requests from now on, lets the request in progress finish, then closes the engine
+   * (which records its state). Progress is still served meanwhile.
+   */
+  close(): Promise<void> {
+    this.#closing = true;
+    return this.#serialize(async () => {
+      if (this.#closed) return;
+      await this.#engine.close();
+      this.#closed = true;
+    });
+  }
+
+  #simple(command: 'pause' | 'resume', act: () => Promise<void>): Promise<void> {
+    return this.#command(command, async () => {
+      await act();
+      this.#moveTo(COMMANDS[command].to);
+    });
+  }
+
+  /**
+   * Runs a request's task in the queue once its state is checked there. While INITIALIZING or
+   * shutting down it is refused at once rather than queued behind recovery or the engine's close.
+   */
+  #command(command: Command, task: () => Promise<void>): Promise<void> {
+    if (this.#state === 'INITIALIZING' || this.#closing) {
+      try {
+        this.#require(COMMANDS[command].from, command);
+      } catch (error) {
+        return Promise.reject(error);
+      }
+    }
+    return this.#serialize(async () => {
+      this.#require(COMMANDS[command].from, command);
+      await task();
+    });
+  }
+
+  #onEngineEvent(event: EngineEvent): void {
+    const expected: Record<EngineEvent['type'], { from: State; to: State }> = {
+      commitCompleted: { from: 'COMMITTING', to: 'COMMITTED' },
+      reverseCompleted: { from: 'REVERSING', to: 'RUNNING' },
+      failed: { from: 'RUNNING', to: 'PAUSED' },
+    };
+    const { from, to } = expected[event.type];
+    if (event.type === 'failed') {
+      this.#logger.error({ err: event.error, state: this.#state }, 'The sync stopped on an error');
+      const reason = redactUris(event.error.message);
+      this.#failure =
+        this.#state === 'RUNNING'
+          ? `The sync stopped on an error and is paused: ${reason}. Fix the cause, then POST /api/v1/resume.`
+          : `The sync reported an error while ${this.#state}: ${reason}`;
+    }
+    if (this.#closed || this.#state !== from) {
+      this.#logger.warn({ event: event.type, state: this.#state }, 'Engine event does not apply in this state; ignored');
+      return;
+    }
+    this.#moveTo(to);
+  }
+
+  #require(from: State, command: Command | 'initialize'): void {
+    if (this.#closing) throw new InvalidStateTransition(`${command} refused: Ferry is shutting down`);
+    if (this.#state !== from) throw this.#refusal(command, from);
+  }
+
+  #refusal(command: Command | 'initialize', from: State): InvalidStateTransition {
+    return new InvalidStateTransition(`${command} is allowed only in state ${from}; the current state is ${this.#state}`);
+  }
+
+  #moveTo(next: State): void {
+    if (!isTransition(this.#state, next)) {
+      // A bug, not a user error: the checks above should make this unreachable.
+      throw new Error(`illegal transition ${this.#state} → ${next}`);
+    }
+    this.#logger.info({ from: this.#state, to: next }, `State ${this.#state} → ${next}`);
+    this.#state = next;
+  }
+
+  #serialize<T>(task: () => Promise<T> | T): Promise<T> {
+    const result = this.#queue.then(task);
+    this.#queue = result.catch(() => undefined);
+    return result;
+  }
+}

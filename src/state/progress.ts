@@ -1,0 +1,107 @@
+/**
+ * The progress record of `GET /api/v1/progress`, built from in-memory state only, following the
+ * spec's rules (§2.1): in IDLE every field but `state` and `canCommit` is null; in PAUSED
+ * `lagTimeSeconds` is null; before the copy phase 0 bytes of 1 are copied; copied never exceeds
+ * the total (the total is raised to the copied figure when the copy overtakes the estimate).
+ */
+import { describeCluster, type ClusterEndpoint } from '../config/clusters.js';
+import type { StartRequest } from '../api/start-request.js';
+import type { EngineSnapshot } from './engine.js';
+import type { State } from './states.js';
+
+export interface Progress {
+  state: State;
+  canCommit: boolean;
+  /** True once writes to the destination are safe: after the commit completed. */
+  canWrite: boolean | null;
+  info: string | null;
+  lagTimeSeconds: number | null;
+  lag: { overallLagSeconds: number; crudLagSeconds: number; ddlLagSeconds: number } | null;
+  totalEventsApplied: number | null;
+  collectionCopy: { estimatedTotalBytes: number; estimatedCopiedBytes: number } | null;
+  indexBuilding: EngineSnapshot['indexBuilding'] | null;
+  directionMapping: { Source: string; Destination: string } | null;
+  mongosyncID: string | null;
+  coordinatorID: string | null;
+  warnings: string[] | null;
+}
+
+export interface ProgressInputs {
+  state: State;
+  /** The running sync's request, in the current direction; undefined in IDLE. */
+  request?: StartRequest;
+  clusters: Record<StartRequest['source'], ClusterEndpoint>;
+  id: string;
+  snapshot: EngineSnapshot;
+  /** Warnings the state machine itself holds (e.g. why the sync paused). */
+  warnings: string[];
+}
+
+const NOTHING_YET = {
+  canWrite: null,
+  info: null,
+  lagTimeSeconds: null,
+  lag: null,
+  totalEventsApplied: null,
+  collectionCopy: null,
+  indexBuilding: null,
+  directionMapping: null,
+  mongosyncID: null,
+  coordinatorID: null,
+  warnings: null,
+} as const;
+
+function wholeNonNegative(value: number | undefined): number {
+  return value === undefined || !Number.isFinite(value) || value < 0 ? 0 : Math.floor(value);
+}
+
+function collectionCopy(snapshot: EngineSnapshot): NonNullable<Progress['collectionCopy']> {
+  const total = wholeNonNegative(snapshot.estimatedTotalBytes);
+  if (total === 0) return { estimatedTotalBytes: 1, estimatedCopiedBytes: 0 };
+  const copied = wholeNonNegative(snapshot.estimatedCopiedBytes);
+  return { estimatedTotalBytes: Math.max(total, copied), estimatedCopiedBytes: copied };
+}
+
+function info(state: State, snapshot: EngineSnapshot): string | null {
+  if (state === 'COMMITTING') return 'waiting for commit to complete';
+  if (state === 'COMMITTED') return 'commit completed';
+  return snapshot.info;
+}
+
+function lag(state: State, snapshot: EngineSnapshot): Progress['lag'] {
+  if (state === 'PAUSED') return null;
+  // Committed: the source was write-blocked and everything up to the commit point applied.
+  if (state === 'COMMITTED') return { overallLagSeconds: 0, crudLagSeconds: 0, ddlLagSeconds: 0 };
+  if (snapshot.lag === undefined) return null;
+  return {
+    overallLagSeconds: wholeNonNegative(snapshot.lag.overallSeconds),
+    crudLagSeconds: wholeNonNegative(snapshot.lag.crudSeconds),
+    ddlLagSeconds: wholeNonNegative(snapshot.lag.ddlSeconds),
+  };
+}
+
+export function buildProgress(inputs: ProgressInputs): Progress {
+  const { state, request, snapshot } = inputs;
+  if (state === 'IDLE' || state === 'INITIALIZING' || request === undefined) {
+    return { state, canCommit: false, ...NOTHING_YET };
+  }
+  const currentLag = lag(state, snapshot);
+  return {
+    state,
+    canCommit: state === 'RUNNING' && snapshot.readyToCommit,
+    canWrite: state === 'COMMITTED',
+    info: info(state, snapshot),
+    lagTimeSeconds: currentLag === null ? null : currentLag.overallLagSeconds,
+    lag: currentLag,
+    totalEventsApplied: wholeNonNegative(snapshot.eventsApplied),
+    collectionCopy: collectionCopy(snapshot),
+    indexBuilding: snapshot.indexBuilding ?? null,
+    directionMapping: {
+      Source: describeCluster(inputs.clusters[request.source]),
+      Destination: describeCluster(inputs.clusters[request.destination]),
+    },
+    mongosyncID: inputs.id,
+    coordinatorID: inputs.id,
+    warnings: [...inputs.warnings, ...snapshot.warnings],
+  };
+}

@@ -1,0 +1,143 @@
+/**
+ * Preflight against real clusters (two test-cluster processes, or the deployments named by
+ * FERRY_TEST_CLUSTER0_URI / FERRY_TEST_CLUSTER1_URI): reachability, topology rules, and the
+ * destination namespaces the filters select being empty. Plus the topology rules for kinds of
+ * cluster the test cluster cannot be (standalone, mongos).
+ */
+import assert from 'node:assert/strict';
+import { createServer } from 'node:net';
+import { after, before, describe, it } from 'node:test';
+import { MongoClient } from 'mongodb';
+import type { FerryError } from '../../src/api/errors.js';
+import type { StartRequest } from '../../src/api/start-request.js';
+import { parseClusterUri, type ClusterEndpoint } from '../../src/config/clusters.js';
+import { METADATA_DATABASE } from '../../src/meta/names.js';
+import { checkTopologies, runPreflight, topologyOf, type Topology } from '../../src/state/preflight.js';
+import { startClusterPair, type ClusterPair } from '../helpers/clusters.js';
+import { START_REQUEST as REQUEST } from './app.js';
+
+
+async function refusal(run: () => Promise<void> | void): Promise<FerryError> {
+  try {
+    await run();
+  } catch (error) {
+    return error as FerryError;
+  }
+  assert.fail('expected a refusal');
+}
+
+/** A port nothing listens on. */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+describe('preflight against real clusters', () => {
+  let pair: ClusterPair;
+  let clusters: { cluster0: ClusterEndpoint; cluster1: ClusterEndpoint };
+  let destination: MongoClient;
+  // Database names unique to this run, so a real deployment's data is never touched.
+  const db = `ferry_preflight_${process.pid}`;
+
+  before(async () => {
+    pair = await startClusterPair();
+    clusters = { cluster0: parseClusterUri('cluster0', pair.cluster0), cluster1: parseClusterUri('cluster1', pair.cluster1) };
+    destination = await MongoClient.connect(pair.cluster1);
+  });
+  after(async () => {
+    await destination.db(db).dropDatabase();
+    await destination.db(METADATA_DATABASE).dropDatabase();
+    await destination.close();
+    await pair.stop();
+  });
+
+  it('passes for two replica sets with nothing selected on the destination', async () => {
+    await runPreflight(REQUEST, { clusters });
+  });
+
+  it('an empty collection on the destination is not in the way', async () => {
+    await destination.db(db).createCollection('empty');
+    await runPreflight(REQUEST, { clusters });
+  });
+
+  it('a selected namespace holding a document → DestinationNotEmpty naming it; excluding it or filtering it out passes', async () => {
+    await destination.db(db).collection<{ _id: number }>('orders').insertOne({ _id: 1 });
+    const error = await refusal(() => runPreflight(REQUEST, { clusters }));
+    assert.equal(error.error, 'DestinationNotEmpty');
+    assert.equal(error.status, 422);
+    assert.match(error.message, new RegExp(`already holds documents in 1 selected namespace\\(s\\): ${db}\\.orders`));
+
+    await runPreflight({ ...REQUEST, excludeNamespaces: [{ database: db, collections: ['orders'] }] }, { clusters });
+    await runPreflight({ ...REQUEST, includeNamespaces: [{ database: db, collectionsRegex: { pattern: '^inv' } }] }, { clusters });
+    const included = await refusal(() =>
+      runPreflight({ ...REQUEST, includeNamespaces: [{ databaseRegex: { pattern: '^ferry_preflight_' } }] }, { clusters }),
+    );
+    assert.equal(included.error, 'DestinationNotEmpty');
+    await destination.db(db).collection('orders').drop();
+  });
+
+  it("documents in Ferry's metadata database never count", async () => {
+    await destination.db(METADATA_DATABASE).collection<{ _id: string }>('resume').insertOne({ _id: 'state' });
+    await runPreflight(REQUEST, { clusters });
+  });
+
+  it('the check runs on the destination, whichever cluster that is', async () => {
+    await destination.db(db).collection<{ _id: number }>('orders').insertOne({ _id: 2 });
+    // cluster1 is now the source: its documents are what will be copied, not an obstacle.
+    await runPreflight({ ...REQUEST, source: 'cluster1', destination: 'cluster0' }, { clusters });
+    await destination.db(db).collection('orders').drop();
+  });
+
+  it('sharding between two replica sets → ShardingNotAllowed', async () => {
+    const error = await refusal(() =>
+      runPreflight({ ...REQUEST, sharding: { createSupportingIndexes: false, shardingEntries: [] } }, { clusters }),
+    );
+    assert.equal(error.error, 'ShardingNotAllowed');
+    assert.match(error.message, /replicaSet → replicaSet/);
+  });
+
+  it('an unreachable cluster → ClusterUnreachable naming it without its password', async () => {
+    const dead = parseClusterUri('cluster1', `mongodb://ferry:s3cret@127.0.0.1:${await closedPort()}/?replicaSet=rs0`);
+    const error = await refusal(() => runPreflight(REQUEST, { clusters: { ...clusters, cluster1: dead }, timeoutMS: 500 }));
+    assert.equal(error.error, 'ClusterUnreachable');
+    assert.equal(error.status, 502);
+    assert.match(error.message, new RegExp(`^cluster1 \\(${dead.address}\\) is unreachable`));
+    assert.doesNotMatch(error.message, /s3cret/);
+  });
+});
+
+describe('topology rules', () => {
+  const clusters = {
+    cluster0: parseClusterUri('cluster0', 'mongodb://a.example:27017'),
+    cluster1: parseClusterUri('cluster1', 'mongodb://b.example:27017'),
+  };
+  const sharding = { createSupportingIndexes: false, shardingEntries: [] };
+
+  it('reads the kind of cluster from hello as documented', () => {
+    assert.equal(topologyOf({ isWritablePrimary: true, msg: 'isdbgrid' }), 'sharded');
+    assert.equal(topologyOf({ isWritablePrimary: true, setName: 'rs0', hosts: ['a:1'] }), 'replicaSet');
+    assert.equal(topologyOf({ isWritablePrimary: true }), 'standalone');
+  });
+
+  const cases: [Topology, Topology, Partial<StartRequest>, string | undefined][] = [
+    ['replicaSet', 'replicaSet', {}, undefined],
+    ['sharded', 'sharded', {}, undefined],
+    ['replicaSet', 'sharded', { sharding }, undefined],
+    ['replicaSet', 'sharded', {}, 'ShardingRequired'],
+    ['replicaSet', 'sharded', { sharding, reversible: true }, 'ReversibleNotSupported'],
+    ['sharded', 'sharded', { sharding }, 'ShardingNotAllowed'],
+    ['standalone', 'replicaSet', {}, 'ChangeStreamsUnavailable'],
+    ['replicaSet', 'standalone', {}, 'UnsupportedTopology'],
+    ['sharded', 'replicaSet', {}, 'UnsupportedTopology'],
+  ];
+  for (const [source, destination, extra, expected] of cases) {
+    it(`${source} → ${destination}${Object.keys(extra).length ? ` with ${Object.keys(extra).join(', ')}` : ''}: ${expected ?? 'allowed'}`, async () => {
+      const check = () => checkTopologies({ ...REQUEST, ...extra }, source, destination, clusters);
+      if (expected === undefined) check();
+      else assert.equal((await refusal(check)).error, expected);
+    });
+  }
+});

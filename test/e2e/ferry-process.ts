@@ -1,0 +1,112 @@
+/**
+ * Driving the real `ferry` process as an operator would, for end-to-end tests: spawn the CLI
+ * (`node dist/src/cli/main.js --port 0 --logPath <dir> ...`), POST to its control API, poll
+ * progress, stop it with a signal. (Not a test file: helpers only.)
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const MAIN = fileURLToPath(new URL('../../src/cli/main.js', import.meta.url));
+
+export type Progress = Record<string, any> & { state: string };
+
+export interface FerryProcess {
+  child: ChildProcess;
+  base: string;
+  logFile: string;
+  exit: Promise<number | null>;
+  /** Every log line so far, parsed. */
+  log(): Record<string, any>[];
+  post(path: string, body?: unknown): Promise<{ status: number; body: Record<string, any> }>;
+  progress(): Promise<Progress>;
+  /** Polls progress until `done` holds; fails after `timeoutMs` with the last progress seen. */
+  waitForProgress(done: (progress: Progress) => boolean, timeoutMs?: number): Promise<Progress>;
+  /** Sends a signal and waits for the exit code. */
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+function readLog(path: string): Record<string, any>[] {
+  if (!existsSync(path)) return [];
+  return readFileSync(path, 'utf8')
+    .split('\n')
+    .filter((line) => line.length > 0)
+    .map((line) => JSON.parse(line) as Record<string, any>);
+}
+
+/**
+ * Starts ferry and resolves once its API listens and it has left INITIALIZING. `nodeArgs` are
+ * flags for its node (benchmarks pass `--cpu-prof`, which NODE_OPTIONS does not allow).
+ */
+export async function startFerry(args: string[], env: Record<string, string> = {}, logDir?: string, nodeArgs: string[] = []): Promise<FerryProcess> {
+  const dir = logDir ?? mkdtempSync(join(tmpdir(), 'ferry-e2e-'));
+  const logFile = join(dir, 'ferry.log');
+  const child = spawn(process.execPath, [...nodeArgs, MAIN, '--port', '0', '--logPath', dir, ...args], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+    env: { ...process.env, ...env },
+  });
+  let stderr = '';
+  child.stderr!.on('data', (chunk) => (stderr += chunk));
+  const exit = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  let exited = false;
+  void exit.then(() => (exited = true));
+  // The log file may hold an earlier process's lines: look only at what this one writes.
+  const skip = readLog(logFile).length;
+  const ownLog = () => readLog(logFile).slice(skip);
+  let port: number | undefined;
+  const startupDeadline = Date.now() + 30_000;
+  while (port === undefined) {
+    if (exited) throw new Error(`ferry exited during startup: ${stderr}`);
+    if (Date.now() > startupDeadline) {
+      child.kill('SIGKILL');
+      throw new Error(`ferry did not start listening within 30 s: ${stderr}`);
+    }
+    port = ownLog().find((line) => String(line.message).startsWith('Control API listening'))?.port as number | undefined;
+    await pause(20);
+  }
+  const base = `http://127.0.0.1:${port}`;
+  const progress = async (): Promise<Progress> => {
+    const response = await fetch(`${base}/api/v1/progress`);
+    return ((await response.json()) as { progress: Progress }).progress;
+  };
+  const waitForProgress = async (done: (progress: Progress) => boolean, timeoutMs = 60_000): Promise<Progress> => {
+    const deadline = Date.now() + timeoutMs;
+    let last: Progress | undefined;
+    for (;;) {
+      if (exited) throw new Error(`ferry exited while waiting: ${stderr}`);
+      last = await progress();
+      if (done(last)) return last;
+      if (Date.now() > deadline) throw new Error(`timed out waiting for progress; last: ${JSON.stringify(last)}`);
+      await pause(50);
+    }
+  };
+  await waitForProgress((p) => p.state !== 'INITIALIZING', 30_000).catch((error: unknown) => {
+    child.kill('SIGKILL'); // a caller that gets no handle cannot stop it
+    throw error;
+  });
+  return {
+    child,
+    base,
+    logFile,
+    exit,
+    log: ownLog,
+    post: async (path, body = {}) => {
+      const response = await fetch(`${base}/api/v1/${path}`, { method: 'POST', body: JSON.stringify(body) });
+      return { status: response.status, body: (await response.json()) as Record<string, any> };
+    },
+    progress,
+    waitForProgress,
+    stop: async (signal = 'SIGTERM') => {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      return exit;
+    },
+  };
+}
+
+/** The copy has finished (the initial copy's last phase reached). */
+export const copyFinished = (progress: Progress): boolean =>
+  (typeof progress.info === 'string' && progress.info.startsWith('copy complete')) || progress.info === 'change event application';

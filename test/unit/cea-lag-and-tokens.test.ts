@@ -1,0 +1,52 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { Timestamp } from 'bson';
+import { LagTracker } from '../../src/cea/lag.js';
+import { describeTime, laterTime, tokenTime } from '../../src/cea/resume-token.js';
+
+const at = (t: number, i = 1) => new Timestamp({ t, i });
+
+describe('resume token times', () => {
+  it('reads the cluster time at the front of a token', () => {
+    const token = { _data: `82${(1_700_000_123).toString(16).padStart(8, '0')}${(7).toString(16).padStart(8, '0')}2B0229296E04` };
+    assert.ok(tokenTime(token)!.equals(at(1_700_000_123, 7)));
+  });
+
+  it('gives nothing for a token of another form', () => {
+    assert.equal(tokenTime({ _data: '01ABCDEF' }), undefined);
+    assert.equal(tokenTime({ _data: 123 }), undefined);
+    assert.equal(tokenTime(undefined), undefined);
+  });
+
+  it('orders times and says them readably', () => {
+    assert.ok(laterTime(at(5), at(4, 9))!.equals(at(5)));
+    assert.ok(laterTime(undefined, at(4))!.equals(at(4)));
+    assert.equal(describeTime(at(1_700_000_000, 3)), '2023-11-14T22:13:20.000Z#3');
+  });
+});
+
+describe('lag', () => {
+  it('is unknown until the source time is known, then the source time minus the applied time, in seconds', () => {
+    const lag = new LagTracker();
+    assert.equal(lag.lag(), undefined);
+    lag.applied(at(100));
+    lag.observeSource(at(142, 5));
+    assert.deepEqual(lag.lag(), { overallSeconds: 42, crudSeconds: 42, ddlSeconds: 0 });
+    lag.applied(at(140));
+    assert.equal(lag.lag()!.overallSeconds, 2);
+    lag.applied(at(120));
+    assert.equal(lag.lag()!.overallSeconds, 2, 'the applied time never goes back');
+  });
+
+  it('is 0 when caught up, and counts a waiting DDL separately', () => {
+    const lag = new LagTracker();
+    lag.applied(at(100));
+    lag.observeSource(at(110));
+    lag.caughtUp = true;
+    assert.deepEqual(lag.lag(), { overallSeconds: 0, crudSeconds: 0, ddlSeconds: 0 });
+    lag.waitingDdl = at(104);
+    assert.deepEqual(lag.lag(), { overallSeconds: 10, crudSeconds: 10, ddlSeconds: 6 });
+    lag.waitingDdl = undefined;
+    assert.equal(lag.lag()!.overallSeconds, 0);
+  });
+});

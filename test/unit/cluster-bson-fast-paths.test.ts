@@ -1,0 +1,107 @@
+// The test cluster's fast paths on the insert and index-build paths agree with the general ones:
+// number comparison without bigints, `_id` decoding without a wrapper document, and decoding only
+// the fields an index reads.
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import fc from 'fast-check';
+import { BSON, Double, Int32, Long } from 'bson';
+import { compareValues } from '../../test/cluster/bson-order.js';
+import { decodeElement, decodeFields, findElement, pathMeetsArray, promoted, serialize } from '../../test/cluster/raw.js';
+import { compareBsonValues } from '../../src/bson/index.js';
+import { bsonNumber, bsonValue } from './bson-arbitraries.js';
+
+const sign = (n: number) => (n < 0 ? -1 : n > 0 ? 1 : 0);
+
+describe('test cluster: number order', () => {
+  it("orders Int32, Double and Long values as Ferry's independent comparison does (by exact value, NaN lowest)", () => {
+    fc.assert(
+      fc.property(bsonNumber, bsonNumber, (a, b) => {
+        assert.equal(sign(compareValues(a, b)), sign(compareBsonValues(a, b)));
+      }),
+      { numRuns: 5000 },
+    );
+  });
+
+  it('tells apart Longs beyond 2^53 that the same double would round together', () => {
+    const big = Long.fromBigInt(2n ** 53n + 1n);
+    assert.equal(compareValues(big, new Double(2 ** 53)), 1);
+    assert.equal(compareValues(Long.fromBigInt(2n ** 53n), new Double(2 ** 53)), 0);
+    assert.equal(compareValues(new Int32(-1), Long.fromBigInt(-(2n ** 63n))), 1);
+  });
+});
+
+describe('test cluster: decoding part of a document', () => {
+  it('decodes an Int32, Long or Double `_id` as the type-faithful decoder does', () => {
+    fc.assert(
+      fc.property(bsonNumber, (id) => {
+        const doc = serialize({ _id: id, x: 1 });
+        const expected = BSON.deserialize(doc, { promoteValues: false }) as { _id: unknown };
+        const decoded = decodeElement(doc, findElement(doc, '_id')!);
+        assert.equal((decoded as { _bsontype: string })._bsontype, (expected._id as { _bsontype: string })._bsontype);
+        assert.equal(compareBsonValues(decoded, expected._id), 0);
+      }),
+    );
+  });
+
+  it('decodes chosen top-level fields exactly as a whole-document decode shows them', () => {
+    const field = fc.constantFrom('a', 'b', 'é', 'c');
+    fc.assert(
+      fc.property(fc.array(fc.tuple(field, bsonValue), { maxLength: 6 }), fc.subarray(['a', 'b', 'é', 'zz']), (fields, names) => {
+        const doc = serialize(Object.fromEntries(fields));
+        let whole: Record<string, unknown>;
+        try {
+          whole = BSON.deserialize(doc, promoted);
+        } catch {
+          // A BSON regex that is no JavaScript RegExp ("(") fails a whole decode; fields not chosen do not matter.
+          fc.pre(false);
+          return;
+        }
+        const expected = Object.fromEntries(Object.entries(whole).filter(([name]) => names.includes(name)));
+        assert.deepEqual(decodeFields(doc, names, promoted), expected);
+      }),
+    );
+  });
+
+  it('keeps the last of a repeated field name, as a whole-document decode does', () => {
+    // { a: 1, a: 2 }: built by hand, serializers cannot repeat a name.
+    const one = serialize({ a: 1 });
+    const element = one.subarray(4, one.length - 1);
+    const two = serialize({ a: 2 }).subarray(4, -1);
+    const doc = Buffer.concat([Buffer.alloc(4), element, two, Buffer.from([0])]);
+    doc.writeInt32LE(doc.length, 0);
+    assert.deepEqual(decodeFields(doc, ['a'], promoted), BSON.deserialize(doc, promoted));
+    assert.deepEqual(decodeFields(doc, ['a'], promoted), { a: 2 });
+  });
+});
+
+/** Whether a decoded document's dotted path meets an array (is one, or runs through one). */
+function decodedPathMeetsArray(value: unknown, parts: readonly string[]): boolean {
+  if (parts.length === 0) return false;
+  if (typeof value !== 'object' || value === null || '_bsontype' in value || value instanceof Date) return false;
+  const next = (value as Record<string, unknown>)[parts[0]!];
+  if (Array.isArray(next)) return true;
+  return Object.prototype.hasOwnProperty.call(value, parts[0]!) && decodedPathMeetsArray(next, parts.slice(1));
+}
+
+describe('test cluster: key paths read raw', () => {
+  it('finds an array along a dotted path exactly when the decoded document has one there', () => {
+    const name = fc.constantFrom('a', 'b', 'é');
+    const value: fc.Arbitrary<unknown> = fc.letrec<{ value: unknown }>((tie) => ({
+      value: fc.oneof(
+        { depthSize: 'small' },
+        fc.integer(),
+        fc.string(),
+        fc.array(tie('value'), { maxLength: 3 }),
+        fc.dictionary(name, tie('value'), { maxKeys: 3 }),
+      ),
+    })).value;
+    fc.assert(
+      fc.property(fc.dictionary(name, value, { maxKeys: 3 }), fc.array(name, { minLength: 1, maxLength: 3 }), (doc, path) => {
+        const raw = serialize(doc);
+        const parts = path.map((part) => Buffer.from(part, 'utf8'));
+        assert.equal(pathMeetsArray(raw, parts), decodedPathMeetsArray(BSON.deserialize(raw, promoted), path));
+      }),
+      { numRuns: 2000 },
+    );
+  });
+});

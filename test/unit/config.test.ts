@@ -1,0 +1,134 @@
+/**
+ * Options: defaults, the loadLevel table, explicit overrides, the YAML file under flags, and a
+ * one-line ConfigError naming the option for every bad value — never echoing a password.
+ */
+import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { ConfigError } from '../../src/config/errors.js';
+import { DEFAULTS, LOAD_LEVELS } from '../../src/config/options.js';
+import { resolveOptions } from '../../src/config/resolve.js';
+
+const URIS = { cluster0: 'mongodb://u:pw0@a.example:27017/?replicaSet=rs0', cluster1: 'mongodb+srv://u:pw1@b.example.net/' };
+const dir = mkdtempSync(join(tmpdir(), 'ferry-config-'));
+let files = 0;
+function configFile(text: string): string {
+  const path = join(dir, `config-${files++}.yaml`);
+  writeFileSync(path, text);
+  return path;
+}
+
+function refusal(flags: Record<string, unknown>): string {
+  try {
+    resolveOptions(flags);
+  } catch (error) {
+    assert.ok(error instanceof ConfigError, `expected a ConfigError, got ${String(error)}`);
+    assert.doesNotMatch(error.message, /\n/, 'one line');
+    assert.doesNotMatch(error.message, /pw0|pw1|hunter2/, 'no password');
+    return error.message;
+  }
+  assert.fail('expected the options to be refused');
+}
+
+describe('defaults and derived figures', () => {
+  it('fills every default; loadLevel 3 sets the concurrency figures', () => {
+    const options = resolveOptions(URIS);
+    assert.equal(options.port, 27182);
+    assert.equal(options.id, 'coordinator');
+    assert.equal(options.bindAddress, '127.0.0.1');
+    assert.equal(options.loadLevel, 3);
+    assert.equal(options.verbosity, 'INFO');
+    assert.equal(options.partitionSizeMB, DEFAULTS.partitionSizeMB);
+    assert.equal(options.disableVerification, false);
+    assert.equal(options.logPath, undefined);
+    assert.deepEqual(
+      { copyWorkers: options.copyWorkers, batchesInFlight: options.batchesInFlight, applyLanes: options.applyLanes, batchBytes: options.batchBytes },
+      LOAD_LEVELS[3],
+    );
+  });
+
+  it('each load level pushes at least as hard as the one below', () => {
+    for (const level of [2, 3, 4] as const) {
+      const lower = LOAD_LEVELS[(level - 1) as 1 | 2 | 3];
+      for (const [key, value] of Object.entries(LOAD_LEVELS[level])) {
+        assert.ok(value >= lower[key as keyof typeof lower], `${key} at level ${level}`);
+      }
+    }
+    assert.deepEqual(resolveOptions({ ...URIS, loadLevel: '1' }).copyWorkers, LOAD_LEVELS[1].copyWorkers);
+  });
+
+  it('explicit figures override the load level, the others still come from it', () => {
+    const options = resolveOptions({ ...URIS, loadLevel: '4', copyWorkers: '3', batchBytes: '65536' });
+    assert.equal(options.copyWorkers, 3);
+    assert.equal(options.batchBytes, 65536);
+    assert.equal(options.applyLanes, LOAD_LEVELS[4].applyLanes);
+    assert.equal(options.batchesInFlight, LOAD_LEVELS[4].batchesInFlight);
+  });
+
+  it('knows the clusters by their first host, or the SRV name', () => {
+    const options = resolveOptions(URIS);
+    assert.equal(options.cluster0.address, 'a.example:27017');
+    assert.equal(options.cluster1.address, 'b.example.net');
+    assert.equal(options.cluster0.name, 'cluster0');
+  });
+
+  it('verbosity is case-insensitive; disableVerification is a switch', () => {
+    const options = resolveOptions({ ...URIS, verbosity: 'debug', disableVerification: true });
+    assert.equal(options.verbosity, 'DEBUG');
+    assert.equal(options.disableVerification, true);
+  });
+});
+
+describe('config file', () => {
+  it('supplies any option; flags win over it', () => {
+    const path = configFile(
+      `cluster0: "${URIS.cluster0}"\ncluster1: "${URIS.cluster1}"\nport: 28000\nid: shard-a\nloadLevel: 1\napplyLanes: 5\nverbosity: WARN\ndisableVerification: true\n`,
+    );
+    const options = resolveOptions({ config: path, port: '29000' });
+    assert.equal(options.port, 29000, 'the flag wins');
+    assert.equal(options.id, 'shard-a');
+    assert.equal(options.loadLevel, 1);
+    assert.equal(options.applyLanes, 5);
+    assert.equal(options.copyWorkers, LOAD_LEVELS[1].copyWorkers);
+    assert.equal(options.verbosity, 'WARN');
+    assert.equal(options.disableVerification, true);
+    assert.equal(options.config, path);
+  });
+
+  it('an empty file is no options', () => {
+    assert.equal(resolveOptions({ ...URIS, config: configFile('') }).port, 27182);
+  });
+
+  it('a missing file, bad YAML, a non-mapping, an unknown key or a bad value are refused by name', () => {
+    assert.match(refusal({ ...URIS, config: join(dir, 'missing.yaml') }), /cannot read config file .*missing\.yaml: ENOENT/);
+    assert.match(refusal({ ...URIS, config: configFile('port: [1,\n') }), /config file .* is not valid YAML/);
+    assert.match(refusal({ ...URIS, config: configFile('- port\n- 1\n') }), /must be a mapping of option names to values/);
+    assert.match(refusal({ ...URIS, config: configFile('prot: 1\n') }), /config file .*: unknown option "prot"/);
+    assert.match(refusal({ ...URIS, config: configFile('config: other.yaml\n') }), /unknown option "config"/);
+    assert.match(refusal({ ...URIS, config: configFile('port: 70000\n') }), /"port" in .*config-\d+\.yaml must be an integer from 0 to 65535, got 70000/);
+    assert.match(refusal({ config: configFile('cluster0: "mongodb://u:hunter2@h:1:2"\ncluster1: "mongodb://h"\n') }), /--cluster0 is not a valid MongoDB connection string/);
+  });
+});
+
+describe('bad flags are refused by name', () => {
+  const cases: [Record<string, unknown>, RegExp][] = [
+    [{ cluster1: URIS.cluster1 }, /--cluster0 is required/],
+    [{ cluster0: URIS.cluster0 }, /--cluster1 is required/],
+    [{ ...URIS, cluster0: 'http://u:pw0@a.example' }, /--cluster0 is not a valid MongoDB connection string: Invalid scheme/],
+    [{ ...URIS, cluster1: 'mongodb://u:pw1@b.example/?notAnOption=1' }, /--cluster1 is not a valid MongoDB connection string: option notanoption is not supported/],
+    [{ ...URIS, cluster0: 'mongodb://u:pw0@h:99999' }, /--cluster0 is not a valid MongoDB connection string/],
+    [{ ...URIS, port: 'abc' }, /--port must be an integer from 0 to 65535, got "abc"/],
+    [{ ...URIS, port: '-1' }, /--port must be an integer/],
+    [{ ...URIS, loadLevel: '0' }, /--loadLevel must be an integer from 1 to 4, got "0"/],
+    [{ ...URIS, loadLevel: '2.5' }, /--loadLevel must be an integer/],
+    [{ ...URIS, copyWorkers: '0' }, /--copyWorkers must be an integer from 1/],
+    [{ ...URIS, batchBytes: '100000000' }, /--batchBytes must be an integer from 1024 to 48000000/],
+    [{ ...URIS, verbosity: 'LOUD' }, /--verbosity must be one of TRACE, DEBUG, INFO, WARN, ERROR, FATAL, PANIC, got "LOUD"/],
+    [{ ...URIS, id: '' }, /--id must be a non-empty string/],
+  ];
+  for (const [flags, message] of cases) {
+    it(message.source, () => assert.match(refusal(flags), message));
+  }
+});

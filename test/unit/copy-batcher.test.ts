@@ -1,0 +1,190 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import fc from 'fast-check';
+import { BatchBuffers } from '../../src/copy/batch-buffers.js';
+import { Batcher, batchLimits, documentStarts, MESSAGE_OVERHEAD_BYTES, SECTION_ROOM_BYTES, type RawBatch } from '../../src/copy/batcher.js';
+
+/** A stand-in document: its size as an int32 prefix (as BSON has), then bytes telling it apart. */
+function doc(size: number, tag = 0): Uint8Array {
+  const bytes = new Uint8Array(size).fill((tag % 250) + 1);
+  new DataView(bytes.buffer).setInt32(0, size, true);
+  return bytes;
+}
+
+/** Feeds documents (each at an offset inside a larger "reply") through a batcher; returns every batch. */
+function batchAll(sizes: number[], maxBytes: number, maxDocuments: number): { batches: RawBatch[]; documents: Uint8Array[] } {
+  const batcher = new Batcher({ maxBytes, maxDocuments });
+  const documents = sizes.map((size, i) => doc(size, i));
+  const batches: RawBatch[] = [];
+  for (const document of documents) {
+    const reply = new Uint8Array(document.length + 7);
+    reply.set(document, 3);
+    if (!batcher.fits(document.length)) batches.push(batcher.flush()!);
+    batcher.add(reply, 3, document.length);
+  }
+  const last = batcher.flush();
+  if (last) batches.push(last);
+  return { batches, documents };
+}
+
+/** The documents of a batch, split at their length prefixes. */
+const split = (batch: RawBatch) => documentStarts(batch).map((start) => Uint8Array.from(batch.bytes.subarray(start, start + new DataView(batch.bytes.buffer, batch.bytes.byteOffset + start).getInt32(0, true))));
+
+describe('Batcher', () => {
+  it('closes a batch before the document that would take it past the byte limit', () => {
+    const { batches } = batchAll([400, 400, 400, 400], 1000, 100);
+    assert.deepEqual(batches.map((b) => b.count), [2, 2]);
+    assert.deepEqual(batches.map((b) => b.bytes.byteLength), [800, 800]);
+  });
+
+  it('fills a batch exactly to the byte limit', () => {
+    const { batches } = batchAll([500, 500, 500], 1000, 100);
+    assert.deepEqual(batches.map((b) => b.bytes.byteLength), [1000, 500]);
+  });
+
+  it('closes a batch at the document count limit', () => {
+    const { batches } = batchAll(Array(7).fill(10), 1_000_000, 3);
+    assert.deepEqual(batches.map((b) => b.count), [3, 3, 1]);
+  });
+
+  it('sends a document larger than the byte limit alone (a 16 MiB document with small batches)', () => {
+    const { batches } = batchAll([100, 16 * 1024 * 1024, 100], 4096, 100);
+    assert.deepEqual(batches.map((b) => b.count), [1, 1, 1]);
+    assert.equal(batches[1]!.bytes.byteLength, 16 * 1024 * 1024);
+  });
+
+  it('points at its last document, whose _id a checkpoint records', () => {
+    const { batches } = batchAll([40, 60, 80], 1000, 100);
+    assert.equal(batches[0]!.lastStart, 100);
+  });
+
+  it('holds copies, not views of the reply it read from', () => {
+    const batcher = new Batcher({ maxBytes: 100, maxDocuments: 10 });
+    const reply = doc(20, 1);
+    batcher.add(reply, 0, 20);
+    reply.fill(0);
+    assert.deepEqual(split(batcher.flush()!)[0], doc(20, 1));
+  });
+
+  it('refuses a document that does not fit until the batch is flushed', () => {
+    const batcher = new Batcher({ maxBytes: 100, maxDocuments: 10 });
+    batcher.add(doc(60), 0, 60);
+    assert.equal(batcher.fits(60), false);
+    assert.throws(() => batcher.add(doc(60), 0, 60), RangeError);
+    assert.equal(batcher.flush()!.count, 1);
+    assert.equal(batcher.fits(60), true);
+  });
+
+  it('fills a released batch buffer again, and never one whose batch is still held', () => {
+    const buffers = new BatchBuffers(SECTION_ROOM_BYTES + 100, 2);
+    const batcher = new Batcher({ maxBytes: 100, maxDocuments: 10 }, buffers);
+    const fill = (tag: number) => {
+      batcher.add(doc(50, tag), 0, 50);
+      return batcher.flush()!;
+    };
+    const first = fill(1);
+    const second = fill(2);
+    assert.notEqual(second.buffer, first.buffer);
+    batcher.release(first);
+    const third = fill(3);
+    assert.equal(third.buffer, first.buffer, 'the released buffer is reused');
+    assert.deepEqual(split(second)[0], doc(50, 2), 'the batch still held is untouched');
+    assert.equal(buffers.allocated, 2);
+  });
+
+  it('leaves room before the documents for the header that frames them', () => {
+    const batcher = new Batcher({ maxBytes: 100, maxDocuments: 10 });
+    batcher.add(doc(20, 4), 0, 20);
+    const batch = batcher.flush()!;
+    assert.equal(batch.bytes.buffer, batch.buffer.buffer);
+    assert.equal(batch.bytes.byteOffset - batch.buffer.byteOffset, SECTION_ROOM_BYTES);
+  });
+
+  it('flush of an empty batcher gives nothing', () => {
+    assert.equal(new Batcher({ maxBytes: 10, maxDocuments: 1 }).flush(), undefined);
+  });
+
+  it('refuses limits that are not positive', () => {
+    assert.throws(() => new Batcher({ maxBytes: 0, maxDocuments: 1 }), RangeError);
+    assert.throws(() => new Batcher({ maxBytes: 1, maxDocuments: 0 }), RangeError);
+  });
+
+  it('keeps every document once, in order, byte for byte, within both limits (property)', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.integer({ min: 5, max: 3000 }), { maxLength: 200 }),
+        fc.integer({ min: 1, max: 5000 }),
+        fc.integer({ min: 1, max: 20 }),
+        (sizes, maxBytes, maxDocuments) => {
+          const { batches, documents } = batchAll(sizes, maxBytes, maxDocuments);
+          assert.deepEqual(batches.flatMap(split), documents);
+          for (const batch of batches) {
+            assert.ok(batch.count >= 1 && batch.count <= maxDocuments);
+            assert.equal(batch.lastStart, documentStarts(batch).at(-1));
+            assert.ok(batch.bytes.byteLength <= maxBytes || batch.count === 1, 'over the byte limit only when alone');
+          }
+        },
+      ),
+    );
+  });
+});
+
+describe('BatchBuffers', () => {
+  it('never hands out a buffer that is lent and not released, whatever the order of acquires and releases (property)', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 4 }),
+        fc.array(fc.oneof(fc.constant({ op: 'acquire' as const, bytes: 8 }), fc.constant({ op: 'acquire' as const, bytes: 20 }), fc.nat({ max: 5 }).map((n) => ({ op: 'release' as const, n }))), { maxLength: 60 }),
+        (capacity, steps) => {
+          const buffers = new BatchBuffers(16, capacity);
+          const held: Buffer[] = [];
+          for (const step of steps) {
+            if (step.op === 'acquire') {
+              const buffer = buffers.acquire(step.bytes);
+              assert.ok(!held.includes(buffer), 'a held buffer was handed out again');
+              assert.ok(buffer.length >= step.bytes);
+              held.push(buffer);
+            } else if (held.length > 0) {
+              buffers.release(held.splice(step.n % held.length, 1)[0]!);
+            }
+            assert.ok(buffers.lent <= capacity);
+          }
+        },
+      ),
+    );
+  });
+
+  it('allocates no more than its capacity while batches are released as they are written', () => {
+    const buffers = new BatchBuffers(16, 3);
+    const held: Buffer[] = [];
+    for (let i = 0; i < 100; i++) {
+      held.push(buffers.acquire());
+      if (held.length === 3) buffers.release(held.shift()!);
+    }
+    assert.equal(buffers.allocated, 3);
+  });
+
+  it('gives a larger document a buffer of its own, not kept afterwards', () => {
+    const buffers = new BatchBuffers(16, 1);
+    const large = buffers.acquire(1000);
+    assert.ok(large.length >= 1000);
+    buffers.release(large);
+    assert.equal(buffers.acquire().length, 16);
+    assert.equal(buffers.allocated, 2);
+  });
+});
+
+describe('batchLimits', () => {
+  it('keeps batches within one 48 MB message and one write command', () => {
+    const limits = batchLimits(64 * 1024 * 1024);
+    assert.equal(limits.maxBytes, 48_000_000 - MESSAGE_OVERHEAD_BYTES);
+    assert.equal(limits.maxDocuments, 100_000);
+  });
+
+  it('uses batchBytes when it is smaller, and the server’s own limits when it reports them', () => {
+    assert.deepEqual(batchLimits(8 * 1024 * 1024, { maxMessageSizeBytes: 48_000_000, maxWriteBatchSize: 1000 }), {
+      maxBytes: 8 * 1024 * 1024,
+      maxDocuments: 1000,
+    });
+  });
+});

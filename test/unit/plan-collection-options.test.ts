@@ -1,0 +1,43 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { Int32, Long } from 'bson';
+import { createPlan, MAX_CAPPED_SIZE_BYTES, temporaryCollectionOptions } from '../../src/plan/collection-options.js';
+
+describe('destination collection options', () => {
+  it('creates a capped collection at the largest size mongod allows, without a document limit, and records the original', () => {
+    const plan = createPlan('collection', { capped: true, size: new Long(1_048_576), max: new Int32(500) });
+    assert.deepEqual(plan.options, { capped: true, size: MAX_CAPPED_SIZE_BYTES });
+    assert.equal(MAX_CAPPED_SIZE_BYTES, 1024 ** 5);
+    assert.deepEqual(plan.capped, { size: 1_048_576, max: 500 });
+  });
+
+  it('records no max for a capped collection without one (mongod lists "none" as 0 or 2^31-1)', () => {
+    assert.deepEqual(createPlan('collection', { capped: true, size: 4096 }).capped, { size: 4096 });
+    assert.deepEqual(createPlan('collection', { capped: true, size: 4096, max: 0 }).capped, { size: 4096 });
+    assert.deepEqual(createPlan('collection', { capped: true, size: 4096, max: 0x7fffffff }).capped, { size: 4096 });
+  });
+
+  it('carries collation, validator and every other option unchanged', () => {
+    const options = {
+      collation: { locale: 'fr', strength: new Int32(2) },
+      validator: { $jsonSchema: { required: ['name'] } },
+      validationLevel: 'moderate',
+      validationAction: 'warn',
+      changeStreamPreAndPostImages: { enabled: true },
+    };
+    const plan = createPlan('collection', options);
+    assert.deepEqual(plan.options, options);
+    assert.equal(plan.capped, undefined);
+    assert.notEqual(plan.options, options, 'a copy, not the source object');
+  });
+
+  it('creates a view as the source defines it', () => {
+    const options = { viewOn: 'orders', pipeline: [{ $match: { status: 'paid' } }], collation: { locale: 'en' } };
+    assert.deepEqual(createPlan('view', options), { options });
+  });
+
+  it('gives the options a destination collection lists during sync', () => {
+    assert.deepEqual(temporaryCollectionOptions({ capped: true, size: 10, max: 3 }), { capped: true, size: MAX_CAPPED_SIZE_BYTES });
+    assert.deepEqual(temporaryCollectionOptions({}), {});
+  });
+});

@@ -1,0 +1,83 @@
+/**
+ * buildProgress on the figures an engine can hand it: missing, fractional, negative, NaN, copy
+ * overtaking the estimate; and what each state shows.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { parseClusterUri } from '../../src/config/clusters.js';
+import type { EngineSnapshot } from '../../src/state/engine.js';
+import { buildProgress } from '../../src/state/progress.js';
+import type { State } from '../../src/state/states.js';
+import { START_REQUEST as request } from '../api/app.js';
+
+const clusters = {
+  cluster0: parseClusterUri('cluster0', 'mongodb://u:p@a.example:1/?replicaSet=rs0'),
+  cluster1: parseClusterUri('cluster1', 'mongodb+srv://u:p@b.example.net/'),
+};
+const quiet: EngineSnapshot = { info: 'collection copy', eventsApplied: 0, readyToCommit: false, warnings: [] };
+
+function progress(state: State, snapshot: Partial<EngineSnapshot> = {}, warnings: string[] = []) {
+  return buildProgress({ state, request, clusters, id: 'i', snapshot: { ...quiet, ...snapshot }, warnings });
+}
+
+describe('collectionCopy', () => {
+  const cases: [string, Partial<EngineSnapshot>, { estimatedTotalBytes: number; estimatedCopiedBytes: number }][] = [
+    ['no estimate yet: 0 of 1', {}, { estimatedTotalBytes: 1, estimatedCopiedBytes: 0 }],
+    ['estimate of 0 bytes (empty source): 0 of 1', { estimatedTotalBytes: 0, estimatedCopiedBytes: 0 }, { estimatedTotalBytes: 1, estimatedCopiedBytes: 0 }],
+    ['plain figures', { estimatedTotalBytes: 1000, estimatedCopiedBytes: 250 }, { estimatedTotalBytes: 1000, estimatedCopiedBytes: 250 }],
+    ['copy overtook the estimate: total raised to copied', { estimatedTotalBytes: 1000, estimatedCopiedBytes: 1200 }, { estimatedTotalBytes: 1200, estimatedCopiedBytes: 1200 }],
+    ['fractions are floored', { estimatedTotalBytes: 10.9, estimatedCopiedBytes: 3.7 }, { estimatedTotalBytes: 10, estimatedCopiedBytes: 3 }],
+    ['negative and NaN copied count as 0', { estimatedTotalBytes: 10, estimatedCopiedBytes: Number.NaN }, { estimatedTotalBytes: 10, estimatedCopiedBytes: 0 }],
+    ['negative total counts as no estimate', { estimatedTotalBytes: -5, estimatedCopiedBytes: 3 }, { estimatedTotalBytes: 1, estimatedCopiedBytes: 0 }],
+  ];
+  for (const [what, snapshot, expected] of cases) {
+    it(what, () => assert.deepEqual(progress('RUNNING', snapshot).collectionCopy, expected));
+  }
+});
+
+describe('by state', () => {
+  it('RUNNING reports the engine: info, lag (whole seconds), events, readiness, warnings after the machine\'s own', () => {
+    const p = progress(
+      'RUNNING',
+      { info: 'change event application', lag: { overallSeconds: 2.8, crudSeconds: 2.8, ddlSeconds: 0.4 }, eventsApplied: 42, readyToCommit: true, warnings: ['slow destination'] },
+      ['paused earlier'],
+    );
+    assert.equal(p.info, 'change event application');
+    assert.equal(p.lagTimeSeconds, 2);
+    assert.deepEqual(p.lag, { overallLagSeconds: 2, crudLagSeconds: 2, ddlLagSeconds: 0 });
+    assert.equal(p.totalEventsApplied, 42);
+    assert.equal(p.canCommit, true);
+    assert.equal(p.canWrite, false);
+    assert.deepEqual(p.warnings, ['paused earlier', 'slow destination']);
+    assert.deepEqual(p.directionMapping, { Source: 'cluster0: a.example:1', Destination: 'cluster1: b.example.net' });
+  });
+
+  it('lag is null until the engine measures it', () => {
+    assert.equal(progress('RUNNING').lagTimeSeconds, null);
+    assert.equal(progress('RUNNING').lag, null);
+  });
+
+  it('PAUSED: no lag, no commit, even if the engine still has figures', () => {
+    const p = progress('PAUSED', { lag: { overallSeconds: 5, crudSeconds: 5, ddlSeconds: 0 }, readyToCommit: true });
+    assert.equal(p.lagTimeSeconds, null);
+    assert.equal(p.lag, null);
+    assert.equal(p.canCommit, false);
+  });
+
+  it('COMMITTING and COMMITTED say so in info; COMMITTED allows writes with zero lag', () => {
+    assert.equal(progress('COMMITTING', { readyToCommit: true }).info, 'waiting for commit to complete');
+    assert.equal(progress('COMMITTING', { readyToCommit: true }).canCommit, false);
+    const committed = progress('COMMITTED', { lag: { overallSeconds: 9, crudSeconds: 9, ddlSeconds: 9 } });
+    assert.equal(committed.info, 'commit completed');
+    assert.equal(committed.canWrite, true);
+    assert.equal(committed.lagTimeSeconds, 0);
+  });
+
+  it('IDLE: everything but state and canCommit is null, whatever the engine says', () => {
+    const p = buildProgress({ state: 'IDLE', clusters, id: 'i', snapshot: { ...quiet, readyToCommit: true, eventsApplied: 3 }, warnings: ['x'] });
+    assert.deepEqual(
+      Object.entries(p).filter(([, value]) => value !== null),
+      [['state', 'IDLE'], ['canCommit', false]],
+    );
+  });
+});

@@ -1,0 +1,69 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { Binary, Int32 } from 'bson';
+import type { StartRequest } from '../../src/api/start-request.js';
+import { MAX_CAPPED_SIZE_BYTES } from '../../src/plan/collection-options.js';
+import { namespaceRecord } from '../../src/sync/initial-copy.js';
+
+const request = (buildIndexes: StartRequest['buildIndexes'] = 'afterDataCopy'): StartRequest => ({
+  source: 'cluster0',
+  destination: 'cluster1',
+  buildIndexes,
+  reversible: false,
+  enableUserWriteBlocking: 'destinationOnly',
+  verification: { enabled: true },
+});
+
+const ID_INDEX = { v: 2, key: { _id: 1 }, name: '_id_' };
+
+describe('what the destination gets for each source namespace', () => {
+  it('a view: created as a view, nothing to partition or index', () => {
+    const record = namespaceRecord(
+      { db: 'shop', coll: 'paid', type: 'view', options: { viewOn: 'orders', pipeline: [{ $match: { paid: true } }] }, indexes: [] },
+      'afterCopy',
+      request(),
+    );
+    assert.deepEqual(record.createOptions, { viewOn: 'orders', pipeline: [{ $match: { paid: true } }] });
+    assert.equal(record.partitioned, true);
+    assert.equal(record.indexesBuilt, true);
+    assert.deepEqual(record.indexes, []);
+  });
+
+  it('a capped collection: created at the largest size without max, original recorded, to be partitioned', () => {
+    const uuid = new Binary(Buffer.alloc(16, 1), 4);
+    const record = namespaceRecord(
+      { db: 'log', coll: 'events', type: 'collection', uuid, options: { capped: true, size: new Int32(4096), max: new Int32(10) }, indexes: [ID_INDEX] },
+      'afterCopy',
+      request(),
+    );
+    assert.deepEqual(record.createOptions, { capped: true, size: MAX_CAPPED_SIZE_BYTES });
+    assert.deepEqual(record.capped, { size: 4096, max: 10 });
+    assert.equal(record.uuid, uuid);
+    assert.equal(record.created || record.partitioned || record.indexesBuilt, false);
+  });
+
+  it('a collated collection: its indexes without a collation stay simple; _id is never built', () => {
+    const record = namespaceRecord(
+      {
+        db: 'crm',
+        coll: 'people',
+        type: 'collection',
+        options: { collation: { locale: 'fr' } },
+        indexes: [ID_INDEX, { v: 2, key: { name: 1 }, name: 'name_1', unique: true }],
+      },
+      'afterCopy',
+      request(),
+    );
+    assert.deepEqual(record.indexes.map((index) => index.temporary), [{ key: { name: 1 }, name: 'name_1', collation: { locale: 'simple' } }]);
+    assert.deepEqual(record.indexes[0]!.changes, { unique: true });
+  });
+
+  it('buildIndexes never: no index recorded to build', () => {
+    const record = namespaceRecord(
+      { db: 'a', coll: 'b', type: 'collection', options: {}, indexes: [ID_INDEX, { v: 2, key: { x: 1 }, name: 'x_1' }] },
+      'never',
+      request('never'),
+    );
+    assert.deepEqual(record.indexes, []);
+  });
+});

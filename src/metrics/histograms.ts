@@ -161,6 +161,11 @@ export class HistogramSet {
     return this.wasm;
   }
 
+  /** Whether `close()` has freed the histograms. */
+  get closed(): boolean {
+    return this.histograms.size === 0;
+  }
+
   private get(name: HistogramName): hdr.Histogram {
     const histogram = this.histograms.get(name);
     if (histogram === undefined) throw new Error(`histogram set is closed (${name})`);

@@ -34,7 +34,8 @@ export function renderPrometheus(sources: PrometheusSources): string {
       lines.push(`${spec.prometheusName} ${sources.counters.get(name)}`);
     }
   }
-  if (sources.histograms !== undefined) {
+  // A set closed by a shutting-down engine has nothing left to show; /metrics still answers.
+  if (sources.histograms !== undefined && !sources.histograms.closed) {
     for (const name of HISTOGRAM_NAMES) {
       const spec = HISTOGRAM_SPECS[name];
       const summary = sources.histograms.percentiles(name);

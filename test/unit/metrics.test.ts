@@ -214,4 +214,14 @@ describe('Prometheus text', () => {
     assert.equal(text.split('# TYPE').length - 1, HISTOGRAM_NAMES.length + 3);
     histograms.close();
   });
+
+  it('still renders the counters once the histograms are closed (an engine shutting down)', () => {
+    const histograms = new HistogramSet();
+    const counters = new Counters();
+    counters.add('copiedBytes', 7);
+    histograms.close();
+    const text = renderPrometheus({ histograms, counters });
+    assert.match(text, /^ferry_copied_bytes_total 7$/m);
+    assert.doesNotMatch(text, /summary/);
+  });
 });

@@ -86,11 +86,17 @@ export interface CeaBenchmarkResult {
   sizeMB: number;
   opsPerSecond: number;
   seconds: number;
-  /** Events applied per second while draining a backlog: Ferry's application rate with work queued. */
+  /**
+   * Events applied per second while draining a backlog, from the first applied event to the last:
+   * Ferry's application rate with work queued (resuming, which reopens the stream and starts the
+   * apply threads, is `backlogResumeSeconds`, apart).
+   */
   eventsPerSecond: number;
   /** Events Ferry applied from the backlog (its own count), and the time from resume to the last of them. */
   backlogEvents: number;
   backlogDrainSeconds: number;
+  /** From resume to the first backlog event seen applied (stream reopened, threads started). */
+  backlogResumeSeconds: number;
   /** The sustained window. */
   sustained: LoadStep;
   lagP50Seconds: number;
@@ -221,6 +227,8 @@ export async function runCeaBenchmark(options: CeaBenchmarkOptions = {}): Promis
     let base: number | undefined;
     let applied = 0;
     let lastGrowth = resumedAt;
+    // The first progress call that shows events applied: the rate is measured from there.
+    let firstSeen: { at: number; applied: number } | undefined;
     await watchProgress(
       ferry,
       (p) => {
@@ -229,16 +237,21 @@ export async function runCeaBenchmark(options: CeaBenchmarkOptions = {}): Promis
         if (total - base > applied) {
           applied = total - base;
           lastGrowth = performance.now();
+          firstSeen ??= { at: lastGrowth, applied };
         }
         return applied > 0 && p.lagTimeSeconds === 0 && performance.now() - lastGrowth >= DRAINED_QUIET_MS;
       },
       { what: `the ${backlogStats.changes}-event backlog to be applied`, timeoutMs: 30 * 60_000, intervalMs: 50 },
     );
     const drainSeconds = (lastGrowth - resumedAt) / 1000;
-    const eventsPerSecond = Math.round(applied / drainSeconds);
+    const resumeSeconds = (firstSeen!.at - resumedAt) / 1000;
+    // A backlog applied between two progress calls has no rate of its own: fall back to resume → end.
+    const steady = lastGrowth > firstSeen!.at ? { events: applied - firstSeen!.applied, seconds: (lastGrowth - firstSeen!.at) / 1000 } : { events: applied, seconds: drainSeconds };
+    const eventsPerSecond = Math.round(steady.events / steady.seconds);
     print(
       `backlog of ${backlogStats.changes} source changes (written at ${Math.round(backlogStats.writesPerSecond)} writes/s while paused): ` +
-        `${applied} events applied in ${drainSeconds.toFixed(2)} s = ${eventsPerSecond} events/s`,
+        `${applied} events applied ${drainSeconds.toFixed(2)} s after resume (first seen after ${resumeSeconds.toFixed(2)} s); ` +
+        `${steady.events} in ${steady.seconds.toFixed(2)} s from there = ${eventsPerSecond} events/s`,
     );
 
     // 3. Ramp.
@@ -273,6 +286,7 @@ export async function runCeaBenchmark(options: CeaBenchmarkOptions = {}): Promis
       eventsPerSecond,
       backlogEvents: applied,
       backlogDrainSeconds: round(drainSeconds, 2),
+      backlogResumeSeconds: round(resumeSeconds, 2),
       sustained,
       lagP50Seconds: sustained.lag.p50,
       lagP99Seconds: sustained.lag.p99,

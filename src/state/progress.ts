@@ -56,9 +56,13 @@ function wholeNonNegative(value: number | undefined): number {
 }
 
 function collectionCopy(snapshot: EngineSnapshot): NonNullable<Progress['collectionCopy']> {
-  const total = wholeNonNegative(snapshot.estimatedTotalBytes);
-  if (total === 0) return { estimatedTotalBytes: 1, estimatedCopiedBytes: 0 };
+  const estimate = snapshot.estimatedTotalBytes;
+  // No estimate yet (before the copy phase): the spec's 0 of 1.
+  if (estimate === undefined || !Number.isFinite(estimate) || estimate < 0) return { estimatedTotalBytes: 1, estimatedCopiedBytes: 0 };
+  const total = wholeNonNegative(estimate);
   const copied = wholeNonNegative(snapshot.estimatedCopiedBytes);
+  // Nothing to copy (empty collections only): done, shown as 1 of 1 so that copied/total reads 100%.
+  if (total === 0 && copied === 0) return { estimatedTotalBytes: 1, estimatedCopiedBytes: 1 };
   return { estimatedTotalBytes: Math.max(total, copied), estimatedCopiedBytes: copied };
 }
 

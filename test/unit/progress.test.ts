@@ -23,7 +23,8 @@ function progress(state: State, snapshot: Partial<EngineSnapshot> = {}, warnings
 describe('collectionCopy', () => {
   const cases: [string, Partial<EngineSnapshot>, { estimatedTotalBytes: number; estimatedCopiedBytes: number }][] = [
     ['no estimate yet: 0 of 1', {}, { estimatedTotalBytes: 1, estimatedCopiedBytes: 0 }],
-    ['estimate of 0 bytes (empty source): 0 of 1', { estimatedTotalBytes: 0, estimatedCopiedBytes: 0 }, { estimatedTotalBytes: 1, estimatedCopiedBytes: 0 }],
+    ['nothing to copy (empty collections only): 1 of 1, 100%', { estimatedTotalBytes: 0, estimatedCopiedBytes: 0 }, { estimatedTotalBytes: 1, estimatedCopiedBytes: 1 }],
+    ['an estimate of 0 the copy overtakes: total raised to copied', { estimatedTotalBytes: 0, estimatedCopiedBytes: 500 }, { estimatedTotalBytes: 500, estimatedCopiedBytes: 500 }],
     ['plain figures', { estimatedTotalBytes: 1000, estimatedCopiedBytes: 250 }, { estimatedTotalBytes: 1000, estimatedCopiedBytes: 250 }],
     ['copy overtook the estimate: total raised to copied', { estimatedTotalBytes: 1000, estimatedCopiedBytes: 1200 }, { estimatedTotalBytes: 1200, estimatedCopiedBytes: 1200 }],
     ['fractions are floored', { estimatedTotalBytes: 10.9, estimatedCopiedBytes: 3.7 }, { estimatedTotalBytes: 10, estimatedCopiedBytes: 3 }],

@@ -91,6 +91,20 @@ function asClusterError(endpoint: ClusterEndpoint, what: string, error: unknown)
   return new ClusterUnreachable(`${describe(endpoint)} could not be reached for ${what}: ${(error as Error).message}`, { cause: error });
 }
 
+/**
+ * What this build cannot do, refused before anything is touched. A `reversible` sync is refused
+ * at start rather than at `reverse`: by then the operator would have committed, with the source
+ * left write-blocked, counting on a way back that does not exist.
+ */
+function refuseUnsupported(request: StartRequest): void {
+  if ((request.sharding?.shardingEntries.length ?? 0) > 0) {
+    throw new NotImplemented('sharding collections on the destination (sharding.shardingEntries) is not implemented in this build of Ferry');
+  }
+  if (request.reversible) {
+    throw new NotImplemented('reversible syncs are not implemented in this build of Ferry (it cannot sync back from the destination); start with reversible false');
+  }
+}
+
 export class MigrationEngine implements SyncEngine {
   readonly #options: MigrationEngineOptions;
   readonly #logger: Logger;
@@ -197,14 +211,13 @@ export class MigrationEngine implements SyncEngine {
     else if (this.#phase !== 'planning' && this.#phase !== undefined) this.#progress.finishCopy(summary.copiedBytes);
   }
 
-  preflight(request: StartRequest): Promise<void> {
-    return runPreflight(request, { clusters: this.#options.clusters });
+  async preflight(request: StartRequest): Promise<void> {
+    refuseUnsupported(request);
+    await runPreflight(request, { clusters: this.#options.clusters });
   }
 
   async start(request: StartRequest): Promise<void> {
-    if ((request.sharding?.shardingEntries.length ?? 0) > 0) {
-      throw new NotImplemented('sharding collections on the destination (sharding.shardingEntries) is not implemented in this build of Ferry');
-    }
+    refuseUnsupported(request);
     const sync = this.#syncFor(request);
     const destination = this.#options.clusters[request.destination];
     const existing = await sync.resume.read().catch((error: unknown) => {

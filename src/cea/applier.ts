@@ -214,6 +214,9 @@ export class ChangeEventApplier implements ChangeApplier {
       } catch (error) {
         failure ??= error;
       }
+      // A lane batch that failed after the last add/drain (the source went quiet, or the commit
+      // point came first) reports here: the run never ends as if every event were applied.
+      failure ??= lanes.failure;
       await reader.close();
       await pool.destroy();
     }
@@ -222,6 +225,8 @@ export class ChangeEventApplier implements ChangeApplier {
 
   async #loop(reader: ChangeStreamReader, lanes: Lanes): Promise<void> {
     while (!this.#stopping) {
+      // A failed lane batch stops application now, even when no event follows to be refused.
+      if (lanes.failure !== undefined) throw lanes.failure;
       if (this.#phase === 'copied' && this.#copyCompletedAt === undefined) await this.#completeCopy(lanes);
       const batch = await reader.next();
       this.#lag.observeSource(batch.sourceTime);

@@ -138,3 +138,29 @@ describe('pause and resume during change-event application', () => {
     await assertEqualToSource(DB);
   });
 });
+
+describe('a change event the destination refuses', () => {
+  const DB = `cea_refused_${RUN}`;
+
+  it('stops application and pauses the sync naming the problem, even when no event follows, so it cannot be committed past', async () => {
+    const items = clusters.source.db(DB).collection('items');
+    await items.insertMany(Array.from({ length: 10 }, (_, i) => ({ _id: i, n: i })) as Document[]);
+    const ferry = await startFerry(['--cluster0', clusters.pair.cluster0, '--cluster1', clusters.pair.cluster1, '--id', `cea-refused-${RUN}`]);
+    try {
+      assert.equal((await ferry.post('start', { source: 'cluster0', destination: 'cluster1', includeNamespaces: [{ database: DB }] })).status, 200);
+      await ferry.waitForProgress((p) => p.canCommit === true, 60_000);
+      // The destination collection becomes a view: applying a write there fails for good.
+      await clusters.destination.db(DB).dropCollection('items');
+      await clusters.destination.db(DB).createCollection('items', { viewOn: 'elsewhere', pipeline: [] });
+      await items.updateOne({ _id: 3 } as Document, { $set: { n: 'changed' } });
+      // Then the source stays quiet: only the failed batch itself can report the failure.
+      const paused = await ferry.waitForProgress((p) => p.state === 'PAUSED', 60_000);
+      assert.ok(paused.warnings.length > 0, JSON.stringify(paused));
+      const commit = await ferry.post('commit', {});
+      assert.notEqual(commit.status, 200, JSON.stringify(commit.body));
+      assert.equal((await ferry.progress()).state, 'PAUSED');
+    } finally {
+      assert.equal(await ferry.stop(), 0);
+    }
+  });
+});

@@ -7,7 +7,8 @@
  * must share a lane and, inside a batch, coalesce with each other: the key is therefore canonical
  * in numbers (every numeric type by its value, `-0` as `0`), and otherwise the value's bytes with
  * its type class (a string and a symbol with the same text compare equal in mongod, so they share
- * a class). Collation is not taken into account: with a case-insensitive default collation two
+ * a class). Strings and field names are length-prefixed, so that no text can forge the key's
+ * punctuation (`{a: "x,b=sy"}` and `{a: "x", b: "y"}` must stay two documents). Collation is not taken into account: with a case-insensitive default collation two
  * `_id` strings differing in case are one document on the server and two keys here (they then
  * still converge unless events for both spellings interleave within the same moments).
  */
@@ -64,8 +65,10 @@ function valueKey(buf: Uint8Array, element: RawElement): string {
     case BsonType.decimal128:
       return `n${decimalText(decodeValue(buf, element) as Decimal128)}`;
     case BsonType.string:
-    case BsonType.symbol:
-      return `s${decodeUtf8(buf, p + 4, end - 1)}`;
+    case BsonType.symbol: {
+      const text = decodeUtf8(buf, p + 4, end - 1);
+      return `s${text.length}:${text}`;
+    }
     case BsonType.document:
     case BsonType.array: {
       const parts: string[] = [];
@@ -73,7 +76,7 @@ function valueKey(buf: Uint8Array, element: RawElement): string {
         buf,
         (child) => {
           const name = type === BsonType.document ? decodeUtf8(buf, child.nameOffset, child.valueOffset - 1) : '';
-          parts.push(`${name}=${valueKey(buf, child)}`);
+          parts.push(`${name.length}:${name}=${valueKey(buf, child)}`);
         },
         p,
       );

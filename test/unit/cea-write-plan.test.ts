@@ -45,6 +45,15 @@ describe('document keys', () => {
     assert.equal(new Set(keys).size, keys.length, JSON.stringify(keys));
   });
 
+  it('cannot be forged by strings or field names that hold the key punctuation', () => {
+    const ids = [{ a: 'x,b=sy' }, { a: 'x', b: 'y' }, { 'a=sx,b': 'y' }, ['x,=sy'], ['x', 'y'], 'o{a=sx}', { a: 'x' }, 's1:x', 'x'];
+    const keys = ids.map(keyOf);
+    assert.equal(new Set(keys).size, keys.length, JSON.stringify(keys));
+    const plan = planWrites(readBatch(concatDocuments([event('insert', ids[0], { _id: ids[0] }), event('insert', ids[1], { _id: ids[1] })])));
+    assert.equal(plan.coalesced, 0);
+    assert.equal(plan.namespaces[0]!.upserts.length, 2, 'both documents are written');
+  });
+
   it('send every event of one document to one lane, whatever its _id type', () => {
     const lanes = new Set([new Int32(7), Long.fromNumber(7), new Double(7)].map((id) => laneOf('d.c', keyOf(id), 8)));
     assert.equal(lanes.size, 1);

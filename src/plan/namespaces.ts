@@ -135,6 +135,10 @@ function compileFilter(entry: NamespaceFilter, field: string): CompiledFilter {
   if (entry.database === undefined && entry.databaseRegex === undefined) {
     throw new InvalidNamespaceFilterError(`${field} needs "database" or "databaseRegex"`);
   }
+  // mongosync takes one or the other; both would silently select their intersection.
+  if (entry.database !== undefined && entry.databaseRegex !== undefined) {
+    throw new InvalidNamespaceFilterError(`${field} takes "database" or "databaseRegex", not both`);
+  }
   return {
     database: entry.database,
     databaseRegex:

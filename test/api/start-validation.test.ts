@@ -37,6 +37,7 @@ const INVALID: [string, unknown, RegExp][] = [
   ['includeNamespaces empty', { ...VALID_START, includeNamespaces: [] }, /includeNamespaces: must NOT have fewer than 1 items/],
   ['filter entry not an object', { ...VALID_START, includeNamespaces: ['shop'] }, /includeNamespaces\[0\]: must be a JSON object/],
   ['filter entry without a database', { ...VALID_START, includeNamespaces: [{ collections: ['a'] }] }, /includeNamespaces\[0\] needs "database" or "databaseRegex"/],
+  ['filter entry with both database and databaseRegex', { ...VALID_START, excludeNamespaces: [{ database: 'a', databaseRegex: { pattern: '^b' } }] }, /excludeNamespaces\[0\] takes "database" or "databaseRegex", not both/],
   ['empty database name', { ...VALID_START, includeNamespaces: [{ database: '' }] }, /includeNamespaces\[0\]\.database: must not be empty/],
   ['invalid database name', { ...VALID_START, excludeNamespaces: [{ database: 'a.b' }] }, /excludeNamespaces\[0\]\.database: "a\.b" is not a valid database name/],
   ['empty collection name', { ...VALID_START, includeNamespaces: [{ database: 'a', collections: ['x', ''] }] }, /includeNamespaces\[0\]\.collections\[1\]: must not be empty/],
@@ -89,15 +90,15 @@ describe('valid start bodies reach the engine normalized', () => {
     ['buildIndexes never', { buildIndexes: 'never' }, { buildIndexes: 'never' }],
     ['reversible with write blocking', { reversible: true, enableUserWriteBlocking: 'sourceAndDestination' }, { reversible: true }],
     [
-      'filters with names and regular expressions (database and databaseRegex together)',
+      'filters with names and regular expressions',
       {
         includeNamespaces: [
           { database: 'sales', collectionsRegex: { pattern: '^accounts_.+?$', options: 'ms' } },
-          { database: 'shop', databaseRegex: { pattern: '^sh', options: 'ix' }, collections: ['orders'] },
+          { databaseRegex: { pattern: '^sh', options: 'ix' }, collections: ['orders'] },
         ],
         excludeNamespaces: [],
       },
-      { includeNamespaces: [{ database: 'sales', collectionsRegex: { pattern: '^accounts_.+?$', options: 'ms' } }, { database: 'shop', databaseRegex: { pattern: '^sh', options: 'ix' }, collections: ['orders'] }], excludeNamespaces: [] },
+      { includeNamespaces: [{ database: 'sales', collectionsRegex: { pattern: '^accounts_.+?$', options: 'ms' } }, { databaseRegex: { pattern: '^sh', options: 'ix' }, collections: ['orders'] }], excludeNamespaces: [] },
     ],
     ['sharding, createSupportingIndexes defaulted', { sharding: SHARDING }, { sharding: { createSupportingIndexes: false, ...SHARDING } }],
     ['sharding with no entries', { sharding: { shardingEntries: [], createSupportingIndexes: true } }, { sharding: { createSupportingIndexes: true, shardingEntries: [] } }],

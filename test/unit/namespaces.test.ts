@@ -84,15 +84,11 @@ describe('namespace selection: includeNamespaces', () => {
     assert.equal(selector.selects('shop', 'items'), false);
   });
 
-  it('databaseRegex selects matching databases; with database as well, both must match', () => {
-    const selector = createNamespaceSelector([
-      { databaseRegex: { pattern: '^tenant_\\d+$' } },
-      { database: 'alpha', databaseRegex: { pattern: '^beta$' } },
-    ]);
+  it('databaseRegex selects matching databases; an entry takes database or databaseRegex, not both', () => {
+    const selector = createNamespaceSelector([{ databaseRegex: { pattern: '^tenant_\\d+$' } }]);
     assert.equal(selector.selects('tenant_1', 'users'), true);
     assert.equal(selector.selects('tenant_x', 'users'), false);
-    assert.equal(selector.selectsDatabase('alpha'), false);
-    assert.equal(selector.selectsDatabase('beta'), false);
+    assert.throws(() => createNamespaceSelector([{ database: 'alpha', databaseRegex: { pattern: '^beta$' } }]), /not both/);
   });
 
   it('several entries add up', () => {

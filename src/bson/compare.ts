@@ -16,9 +16,11 @@
  * dates as signed milliseconds; timestamps as unsigned (t, i); regexes by pattern then flags; code
  * by its text, then (with scope) by the scope object.
  *
- * Known limits of comparing JavaScript values rather than bytes: an object whose keys look like
- * integers has them reordered by JavaScript; a BSON DBPointer is decoded by `bson` as a `DBRef`
- * (an object) and compares as one.
+ * A document may be a plain object or a `Map` (string keys): fields compare in the object's key
+ * order or the Map's insertion order. JavaScript moves an object's integer-like keys ("0", "1")
+ * first, so a document with such a field must be a `Map` in stored order to compare as its bytes
+ * do; `decodeValue` (decode.ts) decodes documents that way. A BSON DBPointer is decoded by `bson`
+ * as a `DBRef` (an object) and compares as one.
  */
 import type { Binary, Decimal128, Long, Timestamp } from 'bson';
 
@@ -265,6 +267,8 @@ function regexParts(value: unknown): [string, string] {
 // ---- documents --------------------------------------------------------------------------------
 
 function entriesOf(value: object): [string, unknown][] {
+  // A Map keeps its fields in stored order (see the module comment).
+  if (value instanceof Map) return [...(value as Map<string, unknown>).entries()];
   if ((value as BsonTagged)._bsontype === 'DBRef') {
     return Object.entries((value as { toJSON(): object }).toJSON());
   }

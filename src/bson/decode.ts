@@ -7,6 +7,16 @@
  * through `bson`'s `deserialize` of the sub-slice (which validates them); the rare composite types
  * (array, code with scope, DBPointer, old binary subtype 2) are wrapped in a one-field document and
  * deserialized, so their decoding is exactly `bson`'s.
+ *
+ * Field order: JavaScript enumerates an object's integer-like keys ("0", "1", "42") first, in
+ * numeric order, whatever order they were stored in, so a decoded `{a: null, "1": "s"}` would
+ * serialize back as `{"1": "s", a: null}`: a different BSON value, which sorts elsewhere. A value
+ * used as a query bound or checkpoint must serialize back to its own bytes, so an embedded document
+ * (at any depth, also inside arrays and code scopes) with an integer-like field name is decoded
+ * into a `Map` in stored order, which `bson` serializes in insertion order; other documents stay
+ * plain objects. `compareBsonValues` and the metadata store (`packValue`/`unpackValue`) take
+ * either. `decodeDocument` (a top-level document, typed `Document`) is not affected at its top
+ * level, only in the values `decodeValue` returns.
  */
 import {
   Binary,
@@ -28,7 +38,7 @@ import {
 } from 'bson';
 import { BsonType } from './element-types.js';
 import { MalformedBsonError } from './errors.js';
-import { decodeUtf8, readInt32LE, type RawElement } from './scan.js';
+import { decodeUtf8, forEachElement, readInt32LE, type RawElement } from './scan.js';
 
 /** `deserialize` options that keep every value's BSON type (see the module comment). */
 export const TYPE_FAITHFUL: DeserializeOptions = Object.freeze({
@@ -93,10 +103,83 @@ function decodeWrapped(buf: Uint8Array, element: RawElement): unknown {
  */
 export function decodeValue(buf: Uint8Array, element: RawElement): unknown {
   try {
-    return decodeValueUnchecked(buf, element);
+    const value = decodeValueUnchecked(buf, element);
+    return isComposite(element.type) ? keepFieldOrder(value, buf, element) : value;
   } catch (error) {
     if (error instanceof MalformedBsonError) throw error;
     throw new MalformedBsonError((error as Error).message, element.valueOffset);
+  }
+}
+
+/** A field name that JavaScript would move to the front of an object (an integer in canonical form). */
+export function isIntegerLikeKey(name: string): boolean {
+  return /^(?:0|[1-9]\d*)$/.test(name);
+}
+
+function isComposite(type: number): boolean {
+  return type === BsonType.document || type === BsonType.array || type === BsonType.codeWithScope;
+}
+
+type BsonTagged = { _bsontype?: unknown };
+
+/**
+ * `value`, decoded by `bson` from `element` of `buf`, with every embedded document that has an
+ * integer-like field name turned into a `Map` in stored order (see the module comment). Plain
+ * objects and arrays are updated in place; a value not of the element's shape is left as it is.
+ */
+function keepFieldOrder(value: unknown, buf: Uint8Array, element: RawElement): unknown {
+  if (value === null || typeof value !== 'object') return value;
+  switch (element.type) {
+    case BsonType.document: {
+      // A DBRef (`{$ref, $id}`) is a class of its own; it is left as `bson` decoded it.
+      if ((value as BsonTagged)._bsontype !== undefined || Array.isArray(value) || value instanceof Map) return value;
+      const fields: [string, RawElement][] = [];
+      let integerLike = false;
+      forEachElement(
+        buf,
+        (child) => {
+          const name = decodeUtf8(buf, child.nameOffset, child.valueOffset - 1);
+          integerLike ||= isIntegerLikeKey(name);
+          fields.push([name, child]);
+        },
+        element.valueOffset,
+      );
+      const doc = value as Record<string, unknown>;
+      if (integerLike) {
+        // Repeated names: the first position, the last value, as `bson` decodes them.
+        const ordered = new Map<string, unknown>();
+        for (const [name, child] of fields) ordered.set(name, keepFieldOrder(doc[name], buf, child));
+        return ordered;
+      }
+      for (const [name, child] of fields) {
+        if (isComposite(child.type)) doc[name] = keepFieldOrder(doc[name], buf, child);
+      }
+      return doc;
+    }
+    case BsonType.array: {
+      if (!Array.isArray(value)) return value;
+      let i = 0;
+      forEachElement(
+        buf,
+        (child) => {
+          if (isComposite(child.type) && i < value.length) value[i] = keepFieldOrder(value[i], buf, child);
+          i++;
+        },
+        element.valueOffset,
+      );
+      return value;
+    }
+    case BsonType.codeWithScope: {
+      const code = value as Code;
+      if (code._bsontype !== 'Code' || code.scope === null || typeof code.scope !== 'object') return value;
+      // int32 total size, string (int32 length, bytes), then the scope document.
+      const scopeOffset = element.valueOffset + 8 + readInt32LE(buf, element.valueOffset + 4);
+      const scope = { type: BsonType.document, nameOffset: element.nameOffset, valueOffset: scopeOffset, valueEnd: element.valueEnd };
+      code.scope = keepFieldOrder(code.scope, buf, scope) as Document;
+      return code;
+    }
+    default:
+      return value;
   }
 }
 

@@ -9,7 +9,7 @@
  * wrong length), free of `$`-field rules, and plain strings that worker threads receive as is.
  */
 import { deserialize, serialize, type Document } from 'bson';
-import { TYPE_FAITHFUL } from '../bson/index.js';
+import { decodeValue, findElement, TYPE_FAITHFUL } from '../bson/index.js';
 import { ReadConcern, type Collection, type Db, type MongoClient, type WriteConcernSettings } from 'mongodb';
 import { METADATA_COLLECTIONS, METADATA_DATABASE } from './names.js';
 
@@ -26,9 +26,16 @@ export function packValue(value: unknown): string {
   return Buffer.from(serialize({ v: value })).toString('base64');
 }
 
-/** The value `packValue` packed, with its exact BSON type. */
+/**
+ * The value `packValue` packed, with its exact BSON type and its documents' field order: decoded
+ * as `decodeValue` does, so an embedded document with integer-like field names comes back as a
+ * `Map` in stored order and packs (and serializes as a query bound) to the same bytes again.
+ */
 export function unpackValue(packed: string): unknown {
-  return deserialize(Buffer.from(packed, 'base64'), TYPE_FAITHFUL_READ).v;
+  const doc = Buffer.from(packed, 'base64');
+  const element = findElement(doc, 'v');
+  if (element === undefined) return undefined;
+  return decodeValue(doc, element);
 }
 
 /** A document as base64 of its BSON bytes. */

@@ -105,7 +105,8 @@ function holdsString(value: unknown): boolean {
   const rank = canonicalRank(value);
   if (rank === canonicalRank('')) return true;
   if (rank === canonicalRank({}) || rank === canonicalRank([])) {
-    return Object.values(value as object).some(holdsString);
+    // A document decoded in stored order may be a Map (see decode.ts).
+    return (value instanceof Map ? [...value.values()] : Object.values(value as object)).some(holdsString);
   }
   return false;
 }

@@ -139,6 +139,8 @@ export class ChangeEventApplier implements ChangeApplier {
         this.#failure === undefined &&
         // Once the copy is complete no DDL waits for it, so a barrier is brief: lag says the rest.
         this.#copyCompletedAt !== undefined &&
+        // Commit only on a measured lag, never on the clock's estimate before the stream answers.
+        this.#lag.measured &&
         lag !== undefined &&
         lag.overallSeconds <= COMMIT_LAG_LIMIT_SECONDS,
     };

@@ -30,6 +30,11 @@ export class LagTracker {
   #caughtUp = false;
   #measured = false;
 
+  /** Whether a reply has said the source's time (the lag is measured, not estimated). */
+  get measured(): boolean {
+    return this.#measured;
+  }
+
   /** A reply said the source has reached `time`. */
   observeSource(time: Timestamp | undefined): void {
     this.#sourceTime = laterTime(this.#sourceTime, time);
@@ -51,9 +56,18 @@ export class LagTracker {
     this.#waitingDdlTime = time;
   }
 
-  /** Undefined until the source's time is known. */
-  lag(): Lag | undefined {
-    if (!this.#measured) return undefined;
+  /**
+   * Undefined until either time is known. Before the stream's first reply says the source's time
+   * (just after start or a restart), the source is taken to be at `nowSeconds` (this machine's
+   * clock): the lag is then the time since the position application starts from, which is what
+   * it is once measured, give or take the clocks' skew.
+   */
+  lag(nowSeconds = Date.now() / 1000): Lag | undefined {
+    if (!this.#measured) {
+      if (this.#appliedTime === undefined) return undefined;
+      const crudSeconds = Math.max(0, Math.floor(nowSeconds) - this.#appliedTime.getHighBits());
+      return { overallSeconds: crudSeconds, crudSeconds, ddlSeconds: 0 };
+    }
     const ddlSeconds = secondsBetween(this.#sourceTime, this.#waitingDdlTime);
     const crudSeconds = this.#caughtUp && this.#waitingDdlTime === undefined ? 0 : secondsBetween(this.#sourceTime, this.#appliedTime);
     return { overallSeconds: Math.max(crudSeconds, ddlSeconds), crudSeconds, ddlSeconds };

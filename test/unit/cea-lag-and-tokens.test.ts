@@ -26,9 +26,16 @@ describe('resume token times', () => {
 });
 
 describe('lag', () => {
-  it('is unknown until the source time is known, then the source time minus the applied time, in seconds', () => {
+  it('is unknown until a time is known; before the source time is, the clock minus the start position', () => {
     const lag = new LagTracker();
     assert.equal(lag.lag(), undefined);
+    lag.applied(at(100));
+    assert.deepEqual(lag.lag(107.9), { overallSeconds: 7, crudSeconds: 7, ddlSeconds: 0 }, 'an integer before the stream answers');
+    assert.equal(lag.lag(90)!.overallSeconds, 0, 'a clock behind the source never gives a negative lag');
+  });
+
+  it('is the source time minus the applied time, in seconds, once the source time is known', () => {
+    const lag = new LagTracker();
     lag.applied(at(100));
     lag.observeSource(at(142, 5));
     assert.deepEqual(lag.lag(), { overallSeconds: 42, crudSeconds: 42, ddlSeconds: 0 });

@@ -1,12 +1,26 @@
 /**
  * Updates whose looked-up document was null (write-plan.ts, `unresolved`). The server looks a
  * document up by the event's namespace when it reads the event, possibly long after the event: a
- * null means the document was not in that collection any more. If the collection still has the
- * event's UUID under that name, the document was deleted and a delete event follows: nothing to
- * do. If the collection was renamed since (a rename event follows), the document is looked up
- * again under the collection's current name, found by its UUID, and written to the event's
- * namespace on the destination (which the rename, applied later, moves along). If no collection
- * has that UUID any more, it was dropped (a drop event follows).
+ * null means the document was not in that collection, under that name, at that moment. It is
+ * looked up again here, a little later, by the collection's UUID, under whatever name the
+ * collection has now:
+ * - renamed within its database since (the UUID stays; a rename event follows): found under the
+ *   new name and written to the event's namespace on the destination, which the rename, applied
+ *   later, moves along;
+ * - under the event's name again (renamed away and back between the stream's lookup and this one,
+ *   or deleted): looked up there too, since a rename away and back leaves nothing else to bring
+ *   the document across; a deleted document is simply not found, and its delete event follows;
+ * - no collection of the database has the UUID: dropped (a drop event follows), or renamed into
+ *   another database. mongod renames across databases by copying: it inserts every document, as
+ *   it is then, into a temporary collection of the target database (insert events with the whole
+ *   document), renames that one to the target within the target database and drops the source
+ *   (a drop event). So there is no rename event from the old name to the new one, nothing to
+ *   move on the destination, and every document reaches the target through those inserts (or,
+ *   when the filter selects the target but not the temporary collection, through the read of the
+ *   target whole that a rename into the filter does: ddl.ts). Nothing is lost by skipping.
+ *
+ * Writing the document as the source holds it now is always safe: the events after this one put
+ * it right, as they do after the initial copy.
  */
 import type { Document } from 'bson';
 import type { MongoClient } from 'mongodb';
@@ -38,8 +52,9 @@ function idElementOf(document: Uint8Array): Uint8Array {
 }
 
 /**
- * Upsert statements for the documents of `unresolved` (updates of `db.coll`) that now live in a
- * renamed collection of the same database; the rest are gone for good.
+ * Upsert statements for the documents of `unresolved` (updates of `db.coll`) that the collection
+ * the events name (by UUID) still holds, under its current name in `db`; the rest are gone from
+ * it (see the module comment).
  */
 export async function lookUpMovedDocuments(source: MongoClient, db: string, coll: string, unresolved: readonly UnresolvedUpdate[]): Promise<Uint8Array[]> {
   const byUuid = new Map<string, UnresolvedUpdate[]>();
@@ -57,7 +72,7 @@ export async function lookUpMovedDocuments(source: MongoClient, db: string, coll
   const statements: Uint8Array[] = [];
   for (const [uuid, updates] of byUuid) {
     const current = nameOf.get(uuid);
-    if (current === undefined || current === coll) continue; // dropped, or the documents were deleted
+    if (current === undefined) continue; // dropped, or renamed into another database: nothing to bring across
     const ids = updates.map((update) => idValue(update.idElement));
     const found = (await source
       .db(db)

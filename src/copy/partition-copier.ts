@@ -4,8 +4,9 @@
  * continues. No document is deserialized: only the last `_id` of each batch is read, by a scan of
  * its bytes, for the checkpoint.
  *
- * Reading: `find` with `hint: {_id: 1}` and `min`/`max` index bounds (never `$gte`/`$lt`, which
- * bracket by type), replies kept as bytes (raw-cursor.ts). Resuming after a checkpoint, `min` is the checkpoint's `_id`,
+ * Reading: `find` with `hint: {_id: 1}`, `sort: {_id: 1}` (through mongos, shards' results would
+ * otherwise interleave) and `min`/`max` index bounds (never `$gte`/`$lt`, which bracket by type),
+ * replies kept as bytes (raw-cursor.ts). Resuming after a checkpoint, `min` is the checkpoint's `_id`,
  * and that document is skipped (it is written). Capped collections are read whole in natural
  * order (`hint: {$natural: 1}`); they have no usable checkpoint, so they start over, and the
  * documents already there are tolerated as duplicates.
@@ -189,10 +190,12 @@ class PartitionRun {
     const { source, stop, histograms } = this.#resources;
     const task = this.#task;
     const resumeAfter = this.#start.lastId;
+    // Checkpoints assume `_id` order: `sort` makes mongos merge the shards' results in that order
+    // (on a replica set the hinted index scan gives it anyway). Natural order is not `_id` order.
     const bounds =
       task.order === 'natural'
         ? { hint: { $natural: 1 } }
-        : partitionFindOptions({ min: resumeAfter ?? unpackValue(task.min), max: unpackValue(task.max) });
+        : { ...partitionFindOptions({ min: resumeAfter ?? unpackValue(task.min), max: unpackValue(task.max) }), sort: { _id: 1 } };
     const cursor = new RawCursor(source, task.db, task.coll, {
       ...bounds,
       batchSize: readBatchSize(task.averageDocumentBytes, task.settings.batchBytes),

@@ -23,6 +23,12 @@ export interface ReplyDocuments {
 /** What `find` reads: everything after `filter` in the command (`hint`, `min`, `max`...). */
 export interface RawFindOptions {
   hint: Document;
+  /**
+   * `{_id: 1}` for a read whose position is checkpointed by `_id`: through mongos the shards'
+   * results are otherwise interleaved, whatever the hint, and a checkpoint would claim documents
+   * of another shard that are still to come.
+   */
+  sort?: Document;
   min?: Document;
   max?: Document;
   /** Documents per reply. */

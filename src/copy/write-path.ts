@@ -229,11 +229,33 @@ class DecodingBatchWriter implements BatchWriter {
         code: e.code,
         errmsg: e.errmsg,
       }));
-      const writeConcernError = error.err === undefined ? undefined : { code: error.err.code, errmsg: error.err.errmsg };
+      const writeConcernError = bulkWriteConcernError(error, writeErrors.length);
+      // Neither write errors nor a write concern error: the insert itself failed (e.g. the
+      // network), nothing says what was written.
+      if (writeErrors.length === 0 && writeConcernError === undefined) throw error;
       const duplicates = checkWriteErrors(this.#namespace, batch, writeErrors, writeConcernError);
       return { inserted: error.insertedCount, duplicates };
     }
   }
+}
+
+const WRITE_CONCERN_FAILED = 64;
+
+/**
+ * The write concern error an `insertMany` failure carries, wherever the driver put it: `err` (a
+ * write concern error alone, reported after the batch), the result's `writeConcernErrors` (next to
+ * write errors, which the driver reports first), or, when the server's reply failed on write
+ * concern, only the error's own code and message (driver 7.9 builds the error from them, with no
+ * `err` and no write errors). A batch whose write concern failed may not survive a failover of the
+ * destination: it must fail, never pass as tolerated duplicates.
+ */
+function bulkWriteConcernError(error: MongoBulkWriteError, writeErrorCount: number): { code?: number; errmsg?: string } | undefined {
+  if (error.err !== undefined) return { code: error.err.code, errmsg: error.err.errmsg };
+  const result = error.result as { getWriteConcernError?: () => { code?: number; errmsg?: string } | undefined } | undefined;
+  const fromResult = typeof result?.getWriteConcernError === 'function' ? result.getWriteConcernError() : undefined;
+  if (fromResult !== undefined) return { code: fromResult.code, errmsg: fromResult.errmsg };
+  if (writeErrorCount === 0 && error.code === WRITE_CONCERN_FAILED) return { code: error.code, errmsg: error.message };
+  return undefined;
 }
 
 /** A writer for one destination collection on the wanted path (see `availableWritePath`). */

@@ -87,7 +87,7 @@ export interface CopyResources {
   idleBatchBuffers?: BatchBuffers[];
 }
 
-/** Transient failures retried per partition before it fails. */
+/** Transient failures in a row, without progress in between, retried before a partition fails. */
 const TRANSIENT_RETRIES = 5;
 const FIRST_BACKOFF_MS = 500;
 /** Bounds of one read batch, in bytes: big enough to amortize round trips, small next to 16 MiB replies. */
@@ -132,15 +132,21 @@ export async function copyPartition(task: PartitionTask, resources: CopyResource
   const limits = batchLimits(task.settings.batchBytes, resources.serverLimits);
   const buffers = takeBatchBuffers(resources, limits, task.settings.batchesInFlight);
   try {
-    for (let retry = 0; ; retry++) {
+    // Transient failures in a row without progress; a pass that moved the position starts over
+    // from 0, so a long partition survives a few failovers hours apart.
+    let failures = 0;
+    for (;;) {
       const run = new PartitionRun(task, resources, writer, position, new Batcher(limits, buffers));
       try {
         return await run.copy();
       } catch (error) {
-        if (!isTransientError(error) || retry >= TRANSIENT_RETRIES) throw error;
+        if (!isTransientError(error)) throw error;
+        const advanced = !natural && run.position.documents > position.documents;
+        failures = advanced ? 1 : failures + 1;
+        if (failures > TRANSIENT_RETRIES) throw error;
         // Natural order has no resumable position: start over (duplicates are tolerated).
         position = natural ? { documents: 0, bytes: 0 } : run.position;
-        await sleep(FIRST_BACKOFF_MS * 2 ** retry);
+        await sleep(FIRST_BACKOFF_MS * 2 ** (failures - 1));
       }
     }
   } finally {
@@ -258,10 +264,14 @@ class PartitionRun {
   /**
    * Starts writing a batch once fewer than `batchesInFlight` are being written. The batch's
    * buffer goes back to the batcher once its write has settled (or at once if it is not written).
+   * A capped collection (natural order) writes one batch at a time: its documents must land in the
+   * source's insertion order, which decides what the destination evicts first once commit restores
+   * its size.
    */
   async #issue(batch: RawBatch): Promise<void> {
     const batcher = this.#batcher;
-    while (this.#inFlight.size >= this.#task.settings.batchesInFlight && this.#failure === undefined) {
+    const maxInFlight = this.#task.order === 'natural' ? 1 : this.#task.settings.batchesInFlight;
+    while (this.#inFlight.size >= maxInFlight && this.#failure === undefined) {
       await Promise.race(this.#inFlight);
     }
     if (this.#failure !== undefined) {

@@ -238,8 +238,10 @@ class PartitionRun {
       }
       await this.#drain();
     } catch (error) {
-      // Let the writes still in flight settle, so a retry starts from a quiet position.
+      // Let the writes and the checkpoint still in flight settle, so a retry starts from a quiet
+      // position (a late checkpoint of this pass must not land after the next pass's).
       await Promise.allSettled(this.#inFlight);
+      await this.#checkpointing;
       throw error;
     } finally {
       // A batch left unwritten (stopped, or failed) gives its buffer back too.

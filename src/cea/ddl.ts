@@ -8,7 +8,8 @@
  * (non-unique, TTL off, visible; none with `buildIndexes: never`, no hashed ones with the
  * `excludeHashed` values), collection options changed by `collMod` as the source changed them
  * except what stays temporary (index `unique`/`prepareUnique`/`hidden`/`expireAfterSeconds`, capped
- * size and max, all restored at commit).
+ * size and max, a clustered or time-series collection's `expireAfterSeconds`: recorded, all
+ * restored at commit).
  *
  * Every DDL can be applied twice (a crash between applying it and recording the resume token
  * after it): a create finds its namespace, a drop finds nothing, a rename finds its source gone
@@ -59,8 +60,12 @@ export function isDdlOperation(operationType: string): operationType is DdlOpera
   return (DDL_OPERATIONS as readonly string[]).includes(operationType);
 }
 
-/** Collection options `collMod` changes that the destination takes as the source has them. */
-const PLAIN_COLLMOD_OPTIONS = ['validator', 'validationLevel', 'validationAction', 'changeStreamPreAndPostImages', 'expireAfterSeconds', 'viewOn', 'pipeline'];
+/**
+ * Collection options `collMod` changes that the destination takes as the source has them. Not
+ * `expireAfterSeconds` (a clustered or time-series collection's TTL): the destination has none
+ * until commit (collection-options.ts), so a change is only recorded.
+ */
+const PLAIN_COLLMOD_OPTIONS = ['validator', 'validationLevel', 'validationAction', 'changeStreamPreAndPostImages', 'viewOn', 'pipeline'];
 
 /** A server error's code; a number even from type-faithful reads (which give it as an Int32). */
 function codeOf(error: unknown): number {
@@ -234,6 +239,9 @@ export class DdlApplier {
     const sourceOptions = { ...record.sourceOptions, ...plain };
     if (description.cappedSize !== undefined) sourceOptions.size = description.cappedSize;
     if (description.cappedMax !== undefined) sourceOptions.max = description.cappedMax;
+    // A collection-level TTL turned off on the source ("off") is one the source no longer lists.
+    if (description.expireAfterSeconds === 'off') delete sourceOptions.expireAfterSeconds;
+    else if (description.expireAfterSeconds !== undefined) sourceOptions.expireAfterSeconds = description.expireAfterSeconds;
     const plan = createPlan(record.type, sourceOptions);
     let indexes = record.indexes;
     const change = description.index as Document | undefined;
@@ -246,8 +254,10 @@ export class DdlApplier {
       }
       indexes = indexes.map((index) => (index.name === current.name ? updated : index));
     }
-    const next: NamespaceRecord = { ...record, sourceOptions, createOptions: plan.options, indexes };
+    const { expireAfterSeconds: _previous, ...kept } = record;
+    const next: NamespaceRecord = { ...kept, sourceOptions, createOptions: plan.options, indexes };
     if (plan.capped !== undefined) next.capped = plan.capped;
+    if (plan.expireAfterSeconds !== undefined) next.expireAfterSeconds = plan.expireAfterSeconds;
     await this.#context.records.put(next);
   }
 

@@ -2,15 +2,17 @@
  * Restoring, at commit, the characteristics the destination held in temporary form during the
  * sync (src/plan/indexes.ts, src/plan/collection-options.ts): for every collection the sync holds
  * (its namespace records), each index is made what the source's index of that name is now
- * (writes stopped at the commit point), and a capped collection gets the source's size and
- * document limit back:
+ * (writes stopped at the commit point), a capped collection gets the source's size and
+ * document limit back, and a clustered or time-series collection its collection-level TTL:
  *
  * - unique: `collMod` `prepareUnique: true`, then `unique: true` (the documented conversion; it
  *   fails with CannotConvertIndexToUnique if the destination holds duplicates);
  * - `prepareUnique` alone: `collMod` `prepareUnique: true`;
  * - TTL: `collMod` `expireAfterSeconds` back to the source's value;
  * - hidden: `collMod` `hidden: true`;
- * - capped: `collMod` `cappedSize` and `cappedMax`.
+ * - capped: `collMod` `cappedSize` and `cappedMax`;
+ * - collection-level TTL: `collMod` `expireAfterSeconds` (top level) back to the source's value,
+ *   which mongod accepts on any collection clustered by `_id` that has none yet.
  *
  * The steps are computed from both clusters each time (what already matches needs nothing), so a
  * commit interrupted half-way computes only what remains. A step that fails does not stop the
@@ -25,9 +27,9 @@ import { ID_INDEX_NAME } from '../plan/indexes.js';
 /** One `collMod` that puts one characteristic back. */
 export interface RestoreStep {
   ns: { db: string; coll: string };
-  /** The index it restores (absent for a capped collection's size). */
+  /** The index it restores (absent for a collection option: capped size, collection-level TTL). */
   index?: string;
-  /** What it restores, for people: `unique`, `prepareUnique`, `expireAfterSeconds`, `hidden`, `capped size`. */
+  /** What it restores, for people: `unique`, `prepareUnique`, `expireAfterSeconds`, `hidden`, `capped size`, `collection expireAfterSeconds`. */
   what: string;
   /** The `collMod` options (without `collMod` itself). */
   change: Document;
@@ -79,6 +81,19 @@ export function cappedSteps(ns: { db: string; coll: string }, source: Document, 
   return Object.keys(change).length === 0 ? [] : [{ ns, what: 'capped size', change }];
 }
 
+/**
+ * The step a clustered or time-series collection needs to get the source's collection-level TTL
+ * back, if any (the destination was created without one, see collection-options.ts). One the
+ * source no longer has is turned `off`.
+ */
+export function collectionTtlSteps(ns: { db: string; coll: string }, source: Document, destination: Document): RestoreStep[] {
+  const wanted = source.expireAfterSeconds;
+  const current = destination.expireAfterSeconds;
+  if (wanted === undefined && current === undefined) return [];
+  if (wanted !== undefined && Number(wanted) === Number(current)) return [];
+  return [{ ns, what: 'collection expireAfterSeconds', change: { expireAfterSeconds: wanted ?? 'off' } }];
+}
+
 async function listIndexes(client: MongoClient, ns: { db: string; coll: string }): Promise<Document[]> {
   try {
     return await client.db(ns.db).collection(ns.coll).listIndexes(TYPE_FAITHFUL).toArray();
@@ -110,7 +125,9 @@ export async function planRestore(source: MongoClient, destination: MongoClient,
       if (index.name === ID_INDEX_NAME || counterpart === undefined) continue; // not built (buildIndexes)
       steps.push(...indexSteps(ns, index, counterpart));
     }
-    if (sourceOptions !== undefined && destinationOptions !== undefined) steps.push(...cappedSteps(ns, sourceOptions, destinationOptions));
+    if (sourceOptions !== undefined && destinationOptions !== undefined) {
+      steps.push(...cappedSteps(ns, sourceOptions, destinationOptions), ...collectionTtlSteps(ns, sourceOptions, destinationOptions));
+    }
   }
   return steps;
 }

@@ -3,7 +3,8 @@
  * source catalog is read (before anything is created on the destination) and updated as each
  * step of its preparation is done, so a restart redoes only what is missing. They also carry
  * what commit must restore: each index's original specification and the temporary changes made
- * to it, and a capped collection's original size and document limit.
+ * to it, a capped collection's original size and document limit, and a clustered or time-series
+ * collection's original collection-level TTL.
  */
 import type { Binary } from 'bson';
 import type { Document } from 'mongodb';
@@ -32,6 +33,11 @@ export interface NamespaceRecord {
   createOptions: Document;
   /** Set for capped collections: what commit restores. */
   capped?: CappedOriginal;
+  /**
+   * Set for clustered and time-series collections with a collection-level TTL: the source's
+   * `expireAfterSeconds`, which the destination does without until commit restores it.
+   */
+  expireAfterSeconds?: number;
   /** The indexes Ferry builds on the destination (never `_id`). */
   indexes: IndexPlan[];
   indexBuildTime: IndexBuildTime;
@@ -77,7 +83,7 @@ function toDocument(instance: string, record: NamespaceRecord): NamespaceDocumen
 
 /** A stored record back in memory; numbers read type-faithfully become plain numbers again. */
 function fromDocument(doc: NamespaceDocument): NamespaceRecord {
-  const { _id, instance, sourceOptions, createOptions, indexes, capped, ...fields } = doc;
+  const { _id, instance, sourceOptions, createOptions, indexes, capped, expireAfterSeconds, ...fields } = doc;
   const record: NamespaceRecord = {
     ...fields,
     sourceOptions: unpackDocument(sourceOptions),
@@ -94,6 +100,7 @@ function fromDocument(doc: NamespaceDocument): NamespaceRecord {
     record.capped = { size: storedNumber(capped.size) };
     if (capped.max !== undefined) record.capped.max = storedNumber(capped.max);
   }
+  if (expireAfterSeconds !== undefined) record.expireAfterSeconds = storedNumber(expireAfterSeconds);
   return record;
 }
 

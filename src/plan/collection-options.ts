@@ -4,7 +4,14 @@
  * settings, change-stream pre/post images, clustered index, time series, storage engine...),
  * except what the spec makes temporary: a capped collection is created with the largest size
  * mongod allows and no document limit, so the copy and change-event application never evict a
- * document the source still holds; its original `size`/`max` are recorded for commit.
+ * document the source still holds; its original `size`/`max` are recorded for commit. A clustered
+ * or time-series collection with a collection-level TTL (`expireAfterSeconds`) is created without
+ * one, so the destination's TTL monitor never deletes on its own schedule, out of order with the
+ * change events (spec §8: TTL expiry on the destination is held off during sync); its original value is
+ * recorded for commit. Without, rather than the 2147483647 seconds index TTLs get: mongod refuses a
+ * collection-level `expireAfterSeconds` larger than the seconds since the epoch (InvalidOptions,
+ * "must be within an acceptable range"), while `collMod` can add one later to any collection
+ * clustered by `_id`, time-series ones included.
  *
  * Validation is not relaxed here: Ferry's writes bypass it (`bypassDocumentValidation`).
  */
@@ -27,6 +34,11 @@ export interface CreatePlan {
   options: Document;
   /** Set for capped collections: the characteristics to restore at commit. */
   capped?: CappedOriginal;
+  /**
+   * Set for clustered and time-series collections with a collection-level TTL: the source's
+   * `expireAfterSeconds`, left out of `options` and restored at commit.
+   */
+  expireAfterSeconds?: number;
 }
 
 /** mongod reports "no limit" on a capped collection's `max` as 0, a negative number or 2^31-1. */
@@ -39,13 +51,21 @@ function cappedMax(max: unknown): number | undefined {
 /** The `create` options for a collection or view, from its source `listCollections` options. */
 export function createPlan(type: 'collection' | 'view', sourceOptions: Document): CreatePlan {
   const options: Document = { ...sourceOptions };
-  if (type === 'view' || options.capped !== true) return { options };
-  const capped: CappedOriginal = { size: Number(options.size) };
-  const max = cappedMax(options.max);
-  if (max !== undefined) capped.max = max;
-  options.size = MAX_CAPPED_SIZE_BYTES;
-  delete options.max;
-  return { options, capped };
+  const plan: CreatePlan = { options };
+  if (type === 'view') return plan;
+  if (options.expireAfterSeconds !== undefined) {
+    plan.expireAfterSeconds = Number(options.expireAfterSeconds);
+    delete options.expireAfterSeconds;
+  }
+  if (options.capped === true) {
+    const capped: CappedOriginal = { size: Number(options.size) };
+    const max = cappedMax(options.max);
+    if (max !== undefined) capped.max = max;
+    options.size = MAX_CAPPED_SIZE_BYTES;
+    delete options.max;
+    plan.capped = capped;
+  }
+  return plan;
 }
 
 /** The options a destination collection lists during sync, given the source's (for comparisons). */

@@ -68,6 +68,7 @@ export function namespaceRecord(source: SourceNamespace, buildTime: IndexBuildTi
   };
   if (source.uuid !== undefined) record.uuid = source.uuid;
   if (plan.capped !== undefined) record.capped = plan.capped;
+  if (plan.expireAfterSeconds !== undefined) record.expireAfterSeconds = plan.expireAfterSeconds;
   return record;
 }
 

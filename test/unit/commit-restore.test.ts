@@ -1,13 +1,29 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { Int32 } from 'bson';
-import { cappedSteps, describeFailure, indexSteps } from '../../src/commit/restore.js';
+import { Int32, Long } from 'bson';
+import type { Document } from 'bson';
+import type { MongoClient } from 'mongodb';
+import { cappedSteps, collectionTtlSteps, describeFailure, indexSteps, planRestore, runRestore } from '../../src/commit/restore.js';
+import { namespaceRecord } from '../../src/sync/initial-copy.js';
 import { temporaryIndex } from '../../src/plan/indexes.js';
 
 const ns = { db: 'shop', coll: 'orders' };
 
 function stepsFor(source: Record<string, unknown>) {
   return indexSteps(ns, source, temporaryIndex(source).temporary).map((step) => [step.what, step.change]);
+}
+
+/** A cluster holding one collection with `options` and only `_id_`; `commands` collects what it receives. */
+function fakeCluster(options: Document) {
+  const commands: Document[] = [];
+  const client = {
+    db: () => ({
+      collection: () => ({ listIndexes: () => ({ toArray: async () => [{ v: 2, key: { _id: 1 }, name: '_id_' }] }) }),
+      listCollections: () => ({ toArray: async () => [{ name: ns.coll, type: 'collection', options }] }),
+      command: async (command: Document) => (commands.push(command), { ok: 1 }),
+    }),
+  } as unknown as MongoClient;
+  return { client, commands };
 }
 
 describe('commit restore steps', () => {
@@ -38,6 +54,38 @@ describe('commit restore steps', () => {
     assert.deepEqual(cappedSteps(ns, source, source), []);
     assert.deepEqual(cappedSteps(ns, { capped: true, size: 4096, max: 0 }, { capped: true, size: 4096 }), [], 'max 0 means none');
     assert.deepEqual(cappedSteps(ns, {}, {}), []);
+  });
+
+  it("give a clustered or time-series collection its collection-level TTL back, and nothing when it has it", () => {
+    const clusteredIndex = { key: { _id: 1 }, unique: true };
+    const source = { clusteredIndex, expireAfterSeconds: new Long(3600) };
+    const steps = collectionTtlSteps(ns, source, { clusteredIndex });
+    assert.deepEqual(steps.map((s) => [s.what, s.change, s.index]), [['collection expireAfterSeconds', { expireAfterSeconds: new Long(3600) }, undefined]]);
+    assert.deepEqual(collectionTtlSteps(ns, source, { clusteredIndex, expireAfterSeconds: new Long(3600) }), []);
+    const timeseries = { timeField: 't' };
+    assert.deepEqual(collectionTtlSteps(ns, { timeseries, expireAfterSeconds: 60 }, { timeseries }).map((s) => s.change), [{ expireAfterSeconds: 60 }]);
+    assert.deepEqual(collectionTtlSteps(ns, { timeseries }, { timeseries, expireAfterSeconds: 60 }).map((s) => s.change), [{ expireAfterSeconds: 'off' }], 'turned off on the source');
+    assert.deepEqual(collectionTtlSteps(ns, {}, {}), []);
+  });
+
+  it('send the collMod that gives a clustered collection created without its TTL the source\'s back', async () => {
+    const sourceOptions = { clusteredIndex: { v: 2, key: { _id: 1 }, name: '_id_', unique: true }, expireAfterSeconds: new Long(3600) };
+    const record = namespaceRecord(
+      { db: ns.db, coll: ns.coll, type: 'collection', options: sourceOptions, indexes: [] },
+      'afterCopy',
+      { source: 'cluster0', destination: 'cluster1', buildIndexes: 'afterDataCopy', reversible: false, enableUserWriteBlocking: 'destinationOnly', verification: { enabled: true } },
+    );
+    const source = fakeCluster(sourceOptions);
+    const destination = fakeCluster(record.createOptions);
+    const failures = await runRestore(destination.client, await planRestore(source.client, destination.client, [record]));
+    assert.deepEqual(failures, []);
+    assert.deepEqual(destination.commands, [{ collMod: 'orders', expireAfterSeconds: new Long(3600), writeConcern: { w: 'majority' } }]);
+  });
+
+  it('describe a refused collection-level TTL restore by namespace', () => {
+    const [step] = collectionTtlSteps(ns, { clusteredIndex: {}, expireAfterSeconds: 60 }, { clusteredIndex: {} });
+    const text = describeFailure({ step: step!, codeName: 'InvalidOptions', message: 'bad' });
+    assert.equal(text, 'Commit could not restore collection expireAfterSeconds on shop.orders: InvalidOptions: bad');
   });
 
   it('describe a refused conversion by index and namespace, with what to do', () => {

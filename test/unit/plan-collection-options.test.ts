@@ -31,6 +31,21 @@ describe('destination collection options', () => {
     assert.notEqual(plan.options, options, 'a copy, not the source object');
   });
 
+  it('creates a clustered collection without its collection-level TTL, and records the original', () => {
+    const clusteredIndex = { v: new Int32(2), key: { _id: new Int32(1) }, name: '_id_', unique: true };
+    const plan = createPlan('collection', { clusteredIndex, expireAfterSeconds: new Long(3600) });
+    assert.deepEqual(plan.options, { clusteredIndex });
+    assert.equal(plan.expireAfterSeconds, 3600);
+  });
+
+  it('creates a time-series collection without its collection-level TTL, and records the original', () => {
+    const timeseries = { timeField: 't', metaField: 'm', granularity: 'seconds', bucketMaxSpanSeconds: new Int32(3600) };
+    const plan = createPlan('collection', { timeseries, expireAfterSeconds: new Long(86_400) });
+    assert.deepEqual(plan.options, { timeseries });
+    assert.equal(plan.expireAfterSeconds, 86_400);
+    assert.equal(createPlan('collection', { timeseries }).expireAfterSeconds, undefined, 'none without a TTL');
+  });
+
   it('creates a view as the source defines it', () => {
     const options = { viewOn: 'orders', pipeline: [{ $match: { status: 'paid' } }], collation: { locale: 'en' } };
     assert.deepEqual(createPlan('view', options), { options });
@@ -39,5 +54,8 @@ describe('destination collection options', () => {
   it('gives the options a destination collection lists during sync', () => {
     assert.deepEqual(temporaryCollectionOptions({ capped: true, size: 10, max: 3 }), { capped: true, size: MAX_CAPPED_SIZE_BYTES });
     assert.deepEqual(temporaryCollectionOptions({}), {});
+    assert.deepEqual(temporaryCollectionOptions({ clusteredIndex: { key: { _id: 1 }, unique: true }, expireAfterSeconds: 60 }), {
+      clusteredIndex: { key: { _id: 1 }, unique: true },
+    });
   });
 });

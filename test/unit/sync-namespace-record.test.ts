@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { Binary, Int32 } from 'bson';
+import { Binary, Int32, Long } from 'bson';
 import type { StartRequest } from '../../src/api/start-request.js';
 import { MAX_CAPPED_SIZE_BYTES } from '../../src/plan/collection-options.js';
 import { namespaceRecord } from '../../src/sync/initial-copy.js';
@@ -40,6 +40,18 @@ describe('what the destination gets for each source namespace', () => {
     assert.deepEqual(record.capped, { size: 4096, max: 10 });
     assert.equal(record.uuid, uuid);
     assert.equal(record.created || record.partitioned || record.indexesBuilt, false);
+  });
+
+  it('a clustered collection with a TTL: created without it, the original recorded for commit', () => {
+    const clusteredIndex = { v: new Int32(2), key: { _id: new Int32(1) }, name: '_id_', unique: true };
+    const record = namespaceRecord(
+      { db: 'log', coll: 'sessions', type: 'collection', options: { clusteredIndex, expireAfterSeconds: new Long(600) }, indexes: [] },
+      'afterCopy',
+      request(),
+    );
+    assert.deepEqual(record.createOptions, { clusteredIndex });
+    assert.equal(record.expireAfterSeconds, 600);
+    assert.deepEqual(record.sourceOptions, { clusteredIndex, expireAfterSeconds: new Long(600) }, 'the source options as listed');
   });
 
   it('a collated collection: its indexes without a collation stay simple; _id is never built', () => {

@@ -2,9 +2,17 @@
  * Server-side cursors (`find`, `aggregate`, change streams) and the batching rules mongod
  * applies: a first batch of 101 documents unless `batchSize` says otherwise, later batches
  * unlimited in count, every batch at most 16 MiB of documents (but at least one document).
+ *
+ * A cursor reading a collection dies with it: when the collection was dropped (also by
+ * dropDatabase, by a rename with dropTarget onto it, or as the source of a cross-database rename)
+ * or renamed since the last batch, the next getMore fails with QueryPlanKilled (175) and the
+ * cursor is gone, as on mongod since 4.1.7 (SERVER-37451: a query's restore after a yield looks
+ * its collection up by UUID; RequiresCollectionStage::doRestoreState). Change streams are not
+ * reading a collection and live on to report the drop or rename.
  */
 import { Long } from 'bson';
 import { ServerError } from './errors.js';
+import type { Collection } from './storage/collection.js';
 
 /** mongod's default number of documents in a first batch. */
 export const DEFAULT_FIRST_BATCH = 101;
@@ -46,9 +54,15 @@ export class PullCursor implements ServerCursor {
     private readonly pull: () => Buffer | undefined,
     /** Total documents the cursor may return (`limit`), 0 = unlimited. */
     private readonly limit = 0,
+    /** Checked before every batch after the first: throws when the cursor's plan was killed. */
+    private readonly restore?: () => void,
   ) {}
 
+  private started = false;
+
   nextBatch(request: BatchRequest): Batch {
+    if (this.started && !this.done) this.restore?.();
+    this.started = true;
     const docs: Buffer[] = [];
     let bytes = 0;
     const max = request.batchSize ?? Number.POSITIVE_INFINITY;
@@ -79,6 +93,25 @@ export class PullCursor implements ServerCursor {
     this.done = true;
     this.pending = undefined;
   }
+}
+
+/**
+ * The restore check of a cursor reading `collection` (mongod's RequiresCollectionStage): fails
+ * with QueryPlanKilled and mongod's messages when the collection was dropped or renamed since the
+ * cursor opened. `reading` says whether the plan still reads the collection (an aggregation whose
+ * blocking stage has consumed it all, like mongod's exhausted DocumentSourceCursor, does not).
+ */
+export function collectionRestore(collection: Collection | undefined, reading: () => boolean = () => true): (() => void) | undefined {
+  if (!collection) return undefined;
+  const openedAs = collection.ns;
+  return () => {
+    if (!reading()) return;
+    const uuid = collection.uuid.toHexString(true);
+    if (collection.dropped) throw new ServerError('QueryPlanKilled', `collection dropped. UUID ${uuid}`);
+    if (collection.ns !== openedAs) {
+      throw new ServerError('QueryPlanKilled', `collection renamed from '${openedAs}' to '${collection.ns}'. UUID ${uuid}`);
+    }
+  };
 }
 
 /** The open cursors of one server, by id. */

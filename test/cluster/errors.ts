@@ -57,6 +57,7 @@ export const ErrorCode = {
   OptionNotSupportedOnView: 167,
   InvalidPipelineOperator: 168,
   CannotIndexParallelArrays: 171,
+  QueryPlanKilled: 175,
   AmbiguousIndexKeyPattern: 181,
   InvalidViewDefinition: 182,
   InvalidIndexSpecificationOption: 197,

@@ -4,8 +4,8 @@
  * A pipeline starting with `$changeStream` is a change stream (changestream/open.ts).
  */
 import { ServerError } from '../errors.js';
-import { PullCursor } from '../cursor.js';
-import { aggregate } from '../query/aggregate/source.js';
+import { PullCursor, collectionRestore } from '../cursor.js';
+import { type CollectionRead, aggregate } from '../query/aggregate/source.js';
 import { isChangeStreamPipeline, openChangeStream } from '../changestream/open.js';
 import { Args } from './args.js';
 import { openCursor } from './cursors.js';
@@ -34,9 +34,10 @@ defineCommand({
     if (batchSize !== undefined && (typeof batchSize !== 'number' || batchSize < 0)) {
       throw new ServerError('BadValue', `Expected non-negative batchSize, got ${String(batchSize)}`);
     }
-    const pull = aggregate(instance, db, target, pipeline, { variables: args.object('let') });
+    const read: CollectionRead = { finished: false };
+    const pull = aggregate(instance, db, target, pipeline, { variables: args.object('let'), read });
     const ns = target === 1 ? `${db}.$cmd.aggregate` : `${db}.${target}`;
-    const cursor = new PullCursor(ns, () => pull()?.raw);
+    const cursor = new PullCursor(ns, () => pull()?.raw, 0, collectionRestore(read.collection, () => !read.finished));
     return openCursor(instance, cursor, { batchSize: batchSize === undefined ? undefined : Math.trunc(batchSize as number) });
   },
 });

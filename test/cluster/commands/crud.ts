@@ -3,12 +3,12 @@
  * (update, delete, findAndModify, count, distinct and aggregate live in their own modules.)
  */
 import { ServerError } from '../errors.js';
-import { DEFAULT_FIRST_BATCH, PullCursor } from '../cursor.js';
+import { DEFAULT_FIRST_BATCH, PullCursor, collectionRestore } from '../cursor.js';
 import { prepareForInsert, serialize, typed, validateDocument, valueSize } from '../raw.js';
 import { ownedCopy } from '../storage/memory.js';
 import { findDocuments, matchDocuments, resolveHint } from '../query/find.js';
 import { parseProjection } from '../query/projection.js';
-import { aggregate, resolveNamespace } from '../query/aggregate/source.js';
+import { type CollectionRead, aggregate, resolveNamespace } from '../query/aggregate/source.js';
 import type { Collection } from '../storage/collection.js';
 import { Args } from './args.js';
 import { openCursor } from './cursors.js';
@@ -152,8 +152,10 @@ defineCommand({
       if (skip) stages.push({ $skip: skip });
       if (limit) stages.push({ $limit: limit });
       if (projection && Object.keys(projection).length > 0) stages.push({ $project: projection });
-      const pull = aggregate(instance, db, name, stages, { variables });
-      return openCursor(instance, new PullCursor(ns, () => pull()?.raw), batching);
+      const read: CollectionRead = { finished: false };
+      const pull = aggregate(instance, db, name, stages, { variables, read });
+      const restore = collectionRestore(read.collection, () => !read.finished);
+      return openCursor(instance, new PullCursor(ns, () => pull()?.raw, 0, restore), batching);
     }
     const collection = resolved.collection;
     if (args.boolean('tailable') && !collection?.capped) {
@@ -176,7 +178,7 @@ defineCommand({
     } else {
       pull = findDocuments(collection, { ...spec, projection });
     }
-    return openCursor(instance, new PullCursor(ns, pull, limit), batching);
+    return openCursor(instance, new PullCursor(ns, pull, limit, collectionRestore(collection)), batching);
   },
 });
 

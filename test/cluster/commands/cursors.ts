@@ -49,7 +49,14 @@ defineCommand({
     const collection = args.requiredString('collection');
     const ns = `${db}.${collection}`;
     const cursor = instance.cursors.get(id, ns);
-    const batch = await cursor.nextBatch({ batchSize: args.count('batchSize') || undefined, maxTimeMS: args.number('maxTimeMS') });
+    let batch;
+    try {
+      batch = await cursor.nextBatch({ batchSize: args.count('batchSize') || undefined, maxTimeMS: args.number('maxTimeMS') });
+    } catch (error) {
+      // A killed plan takes its cursor with it: a further getMore is CursorNotFound, as on mongod.
+      if (error instanceof ServerError && error.codeName === 'QueryPlanKilled') instance.cursors.kill(id);
+      throw error;
+    }
     if (batch.exhausted) instance.cursors.kill(id);
     return {
       cursor: { nextBatch: new RawDocArray(batch.docs), ...batch.extra, id: batch.exhausted ? Long.fromNumber(0) : id, ns },

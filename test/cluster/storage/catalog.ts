@@ -103,13 +103,20 @@ export class Catalog {
 
   /** Re-homes a namespace object under a new name (rename); the target must be free. */
   move(ns: Namespace, db: string, name: string): void {
-    this.remove(ns.db, ns.name);
+    this.detach(ns.db, ns.name);
     ns.db = db;
     ns.name = name;
     this.database(db).set(name, ns);
   }
 
+  /** Drops a namespace: a collection is marked dropped (its open cursors die on their next getMore). */
   remove(db: string, name: string): Namespace | undefined {
+    const ns = this.detach(db, name);
+    if (ns?.kind === 'collection') ns.dropped = true;
+    return ns;
+  }
+
+  private detach(db: string, name: string): Namespace | undefined {
     const namespaces = this.dbs.get(db);
     const ns = namespaces?.get(name);
     if (ns) {
@@ -123,6 +130,7 @@ export class Catalog {
   removeDatabase(db: string): Namespace[] {
     const removed = this.namespaces(db);
     this.dbs.delete(db);
+    for (const ns of removed) if (ns.kind === 'collection') ns.dropped = true;
     return removed;
   }
 }

@@ -44,6 +44,12 @@ export class Collection {
   private nextRid = 1;
   /** Sum of stored document sizes in bytes. */
   dataSize = 0;
+  /**
+   * Set once the catalog lets go of this collection (drop, dropDatabase, the target of a rename
+   * with dropTarget, the source of a cross-database rename): the open cursors reading it then
+   * fail their next getMore, as mongod's do when they no longer find its UUID.
+   */
+  dropped = false;
 
   constructor(
     public db: string,

@@ -46,6 +46,14 @@ export function resolveNamespace(instance: Instance, db: string, name: string): 
 
 export interface AggregationOptions {
   variables?: Record<string, unknown>;
+  /** Told which collection the pipeline reads and when it has read all of it (cursor restore). */
+  read?: CollectionRead;
+}
+
+/** The collection a pipeline streams from, and whether its scan has ended. */
+export interface CollectionRead {
+  collection?: Collection;
+  finished: boolean;
 }
 
 function collStats(instance: Instance, db: string, name: string, collection: Collection | undefined, arg: unknown): Row {
@@ -158,6 +166,16 @@ export function aggregate(instance: Instance, db: string, target: string | 1, pi
     rest = stages.slice(sortSpec ? 2 : 1);
   } else {
     source = scanRows(collection);
+  }
+  const read = options.read;
+  if (read && collection) {
+    read.collection = collection;
+    const scan = source;
+    source = () => {
+      const row = scan();
+      if (!row) read.finished = true;
+      return row;
+    };
   }
   return buildPipeline(source, rest, mingo);
 }

@@ -5,7 +5,7 @@
 import { ServerError } from '../errors.js';
 import { DEFAULT_FIRST_BATCH, PullCursor, collectionRestore } from '../cursor.js';
 import { prepareForInsert, serialize, typed, validateDocument, valueSize } from '../raw.js';
-import { ownedCopy } from '../storage/memory.js';
+import { ownedCopy, sharesRequestMemory } from '../storage/memory.js';
 import { findDocuments, matchDocuments, resolveHint } from '../query/find.js';
 import { parseProjection } from '../query/projection.js';
 import { type CollectionRead, aggregate, resolveNamespace } from '../query/aggregate/source.js';
@@ -78,6 +78,7 @@ defineCommand({
     const docs = rawArgumentDocuments(ctx, 'documents');
     checkBatchSize(docs.length);
     const collection = instance.collectionForWrite(op, db, name);
+    const shared = sharesRequestMemory(docs);
     const writeErrors: ReturnType<typeof toWriteError>[] = [];
     let n = 0;
     for (let i = 0; i < docs.length; i++) {
@@ -89,8 +90,8 @@ defineCommand({
         validateDocument(doc);
         const prepared = prepareForInsert(doc);
         instance.validateForWrite?.(collection, prepared.doc, args.boolean('bypassDocumentValidation') ?? false);
-        // A view of the request buffer would pin the whole message; keep a copy of just the document.
-        const stored = ownedCopy(prepared.doc);
+        // A view of a small request's buffer would pin memory shared with other data: copy it then.
+        const stored = shared && prepared.doc === doc ? doc : ownedCopy(prepared.doc);
         fillEmptyTimestamps(stored, () => instance.clock.tick());
         instance.insertDocument(op, collection, stored, prepared.id);
         n++;

@@ -32,6 +32,15 @@ conformance('queries', (target) => {
     assert.deepEqual(ids(await people().find({ name: { $regex: '^[ab]' } }).sort({ _id: 1 }).toArray()), [1, 2]);
   });
 
+  test('$in on _id matches each listed value once, across numeric types, with the rest of the filter', async () => {
+    const sorted = (docs: Document[]) => ids(docs).sort((a, b) => Number(a) - Number(b));
+    assert.deepEqual(sorted(await people().find({ _id: { $in: [3, 1, new Double(3), Long.fromNumber(1), 99, 'x'] } } as Document).toArray()), [1, 3]);
+    assert.deepEqual(sorted(await people().find({ _id: { $in: [1, 2, 3] }, age: { $type: 'number' } } as Document).toArray()), [1, 3]);
+    assert.deepEqual(ids(await people().find({ _id: { $in: [1, 2, 4] } } as Document).sort({ _id: -1 }).toArray()), [4, 2, 1]);
+    assert.deepEqual(ids(await people().find({ _id: { $in: [] } } as Document).toArray()), []);
+    assert.deepEqual(sorted(await people().find({ _id: { $in: [/x/, 2] } } as Document).toArray()), [2]);
+  });
+
   test('inclusion and exclusion projections, _id kept unless excluded', async () => {
     assert.deepEqual(await people().findOne({ _id: 1 as never }, { projection: { name: 1, 'n.x': 1 } }), { _id: 1, name: 'ann', n: { x: 1 } });
     assert.deepEqual(await people().findOne({ _id: 1 as never }, { projection: { _id: 0, 'arr.x': 1 } }), { arr: [{ x: 1 }, { x: 2 }] });

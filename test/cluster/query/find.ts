@@ -1,6 +1,6 @@
 /**
  * Query execution for `find` and the read side of writes: chooses a scan from the hint, sort and
- * filter (`_id` point lookups, `_id` range scans, natural order, or a hinted secondary index's
+ * filter (`_id` point lookups, one or a `$in` set of them, `_id` range scans, natural order, or a hinted secondary index's
  * key order with `min`/`max`), evaluates the filter with mingo on the decoded document, sorts in
  * canonical BSON order when the scan order is not the requested one, then skip. Documents stay
  * raw unless a filter, sort or projection needs their values.
@@ -10,6 +10,7 @@ import { Query } from 'mingo';
 import { ServerError } from '../errors.js';
 import type { Collection, DocEntry } from '../storage/collection.js';
 import type { Index } from '../storage/indexes.js';
+import { compareValues } from '../bson-order.js';
 import { promoted } from '../raw.js';
 import { parseProjection } from './projection.js';
 import { parseSort, sortByKeys } from './sort.js';
@@ -74,6 +75,23 @@ function idEquality(filter: Record<string, unknown> | undefined): { value: unkno
   return { value: v };
 }
 
+/**
+ * The values of a `{_id: {$in: [...]}}` filter (no other operator on `_id`), deduplicated, in
+ * ascending `_id` order: mongod answers it from the `_id` index, one point per value, in index
+ * order. Undefined when it is not that shape, or a value is a regex or an array (those match by
+ * more than equality: scanned instead).
+ */
+function idSet(filter: Record<string, unknown> | undefined): unknown[] | undefined {
+  const v = filter?._id;
+  if (!isOperatorObject(v)) return undefined;
+  const operators = Object.keys(v as object);
+  const values = (v as { $in?: unknown }).$in;
+  if (operators.length !== 1 || operators[0] !== '$in' || !Array.isArray(values)) return undefined;
+  if (values.some((x) => Array.isArray(x) || x instanceof RegExp || (x as { _bsontype?: string })?._bsontype === 'BSONRegExp')) return undefined;
+  const sorted = [...values].sort(compareValues);
+  return sorted.filter((x, i) => i === 0 || compareValues(sorted[i - 1], x) !== 0);
+}
+
 /** min/max values in the hinted index's key order; mongod requires the same fields in order. */
 function boundTuple(index: Index, bound: Record<string, unknown> | undefined): unknown[] | undefined {
   if (!bound) return undefined;
@@ -132,12 +150,24 @@ export function matchDocuments(collection: Collection | undefined, spec: MatchSp
   // Candidate entries: a point lookup for `{_id: v}`, the hinted index's order, or the scan.
   let next: () => Match | undefined;
   const point = !hinted ? idEquality(filter) : undefined;
+  const points = !hinted && !point && !naturalSort ? idSet(filter) : undefined;
   if (point) {
     let entry = collection.get(point.value);
     next = () => {
       const e = entry;
       entry = undefined;
       return e && { entry: e, doc: undefined };
+    };
+  } else if (points) {
+    // A sort on _id descending was folded into the scan order: walk the points backwards then.
+    if (scan.order === 'id' && scan.direction < 0) points.reverse();
+    let i = 0;
+    next = () => {
+      while (i < points.length) {
+        const entry = collection.get(points[i++]);
+        if (entry) return { entry, doc: undefined };
+      }
+      return undefined;
     };
   } else if (indexScan) {
     const ordered = indexScan.scan(decoded(collection), { min: boundTuple(indexScan, spec.min), max: boundTuple(indexScan, spec.max) });

@@ -4,13 +4,11 @@
 // was written, instead of failing the sync.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { Int32, Long, MaxKey, MinKey, serialize, type Document } from 'bson';
+import type { Document } from 'bson';
 import { MongoServerError, type MongoClient } from 'mongodb';
-import { copyPartition, type CopyResources, type PartitionTask } from '../../src/copy/partition-copier.js';
-import { SharedCounters, StopFlag } from '../../src/copy/shared-state.js';
+import { copyPartition } from '../../src/copy/partition-copier.js';
 import { isTransientError } from '../../src/copy/transient.js';
-import { packValue } from '../../src/meta/store.js';
-import { HistogramSet } from '../../src/metrics/index.js';
+import { copyResources, fakeSource, partitionTask, recordingDestination } from './copy-fakes.js';
 
 const REPLY_DOCUMENTS = 40;
 
@@ -20,61 +18,17 @@ function queryPlanKilled(message: string): MongoServerError {
 
 /** A source whose collection is dropped after the first reply: getMore then fails with 175 and later finds see nothing. */
 function droppingSource(ids: number[], finds: Document[]): MongoClient {
-  let pending: number[] = [];
   let dropped = false;
-  const reply = (first: boolean) => {
-    const batch = pending.splice(0, REPLY_DOCUMENTS).map((i) => ({ _id: new Int32(i), body: 'x'.repeat(30) }));
-    const id = Long.fromNumber(pending.length > 0 ? 1 : 0);
-    return { cursor: serialize({ id, ns: 'db.coll', [first ? 'firstBatch' : 'nextBatch']: batch }), ok: 1 };
-  };
-  const db = {
-    command: async (command: Document) => {
-      if ('find' in command) {
-        finds.push(command);
-        pending = dropped ? [] : [...ids];
-        return reply(true);
-      }
-      if ('getMore' in command) {
-        if (!dropped) {
-          dropped = true;
-          throw queryPlanKilled('collection dropped. UUID 0b9f1b1e-5d0c-4c7e-9a57-3d2f2f1c9a10');
-        }
-        return reply(false);
-      }
-      return { ok: 1 };
+  return fakeSource({
+    finds,
+    replyDocuments: REPLY_DOCUMENTS,
+    serve: () => (dropped ? [] : [...ids]),
+    beforeGetMore: () => {
+      if (dropped) return;
+      dropped = true;
+      throw queryPlanKilled('collection dropped. UUID 0b9f1b1e-5d0c-4c7e-9a57-3d2f2f1c9a10');
     },
-  };
-  return { db: () => db, startSession: () => ({ endSession: async () => undefined }) } as unknown as MongoClient;
-}
-
-function recordingDestination(written: number[]): MongoClient {
-  const collection = {
-    namespace: 'db.coll',
-    insertMany: async (docs: Document[]) => {
-      for (const doc of docs) written.push(Number(doc._id));
-      return { insertedCount: docs.length };
-    },
-  };
-  return { db: () => ({ databaseName: 'db', collection: () => collection }) } as unknown as MongoClient;
-}
-
-function resources(source: MongoClient, destination: MongoClient): CopyResources {
-  return { source, destination, checkpoint: async () => undefined, histograms: new HistogramSet(), counters: new SharedCounters(), stop: new StopFlag() };
-}
-
-function task(order: 'id' | 'natural'): PartitionTask {
-  return {
-    key: { instance: 'test', ns: 'db.coll', index: 0 },
-    db: 'db',
-    coll: 'coll',
-    order,
-    min: packValue(new MinKey()),
-    max: packValue(new MaxKey()),
-    copiedDocs: 0,
-    copiedBytes: 0,
-    averageDocumentBytes: 50,
-    settings: { batchBytes: 1024, batchesInFlight: 1, checkpointIntervalMs: 0, writePath: 'decode' },
-  };
+  });
 }
 
 describe('a partition copy whose collection is dropped or renamed under its cursor', () => {
@@ -88,7 +42,7 @@ describe('a partition copy whose collection is dropped or renamed under its curs
       const ids = Array.from({ length: 200 }, (_, i) => i);
       const written: number[] = [];
       const finds: Document[] = [];
-      const outcome = await copyPartition(task(order), resources(droppingSource(ids, finds), recordingDestination(written)));
+      const outcome = await copyPartition(partitionTask({ order }), copyResources(droppingSource(ids, finds), recordingDestination(written)));
       assert.equal(outcome.status, 'done');
       assert.equal(finds.length, 2, 'one restarted read');
       // The batches written before the drop stay (a batch still being filled is dropped with the

@@ -3,79 +3,25 @@
 // destination in the source's insertion order.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { Int32, Long, MaxKey, MinKey, serialize, type Document } from 'bson';
 import { MongoNetworkError, type MongoClient } from 'mongodb';
-import { copyPartition, type CopyResources, type PartitionTask } from '../../src/copy/partition-copier.js';
-import { SharedCounters, StopFlag } from '../../src/copy/shared-state.js';
-import { packValue } from '../../src/meta/store.js';
-import { HistogramSet } from '../../src/metrics/index.js';
-
-const REPLY_DOCUMENTS = 40;
+import { copyPartition } from '../../src/copy/partition-copier.js';
+import { copyResources, fakeSource, idBounds, partitionTask, recordingDestination } from './copy-fakes.js';
 
 /**
  * A source serving `ids` (in this order for a natural-order read, in `_id` order within
  * `min`/`max` otherwise), whose every `failEvery`-th getMore fails with a network error.
  */
-function fakeSource(ids: number[], failEvery = 0): MongoClient {
-  let pending: number[] = [];
-  let getMores = 0;
-  const reply = (first: boolean) => {
-    const batch = pending.splice(0, REPLY_DOCUMENTS).map((i) => ({ _id: new Int32(i), body: 'x'.repeat(30) }));
-    const id = Long.fromNumber(pending.length > 0 ? 1 : 0);
-    return { cursor: serialize({ id, ns: 'db.coll', [first ? 'firstBatch' : 'nextBatch']: batch }), ok: 1 };
-  };
-  const db = {
-    command: async (command: Document) => {
-      if ('find' in command) {
-        const min = command.min?._id === undefined ? -Infinity : Number(command.min._id);
-        const max = command.max?._id === undefined ? Infinity : Number(command.max._id);
-        pending = command.hint?.$natural === undefined ? ids.filter((i) => i >= min && i < max).sort((a, b) => a - b) : [...ids];
-        return reply(true);
-      }
-      if ('getMore' in command) {
-        getMores++;
-        if (failEvery > 0 && getMores % failEvery === 0) throw new MongoNetworkError('connection reset by the test');
-        return reply(false);
-      }
-      return { ok: 1 };
+function flakySource(ids: number[], failEvery = 0): MongoClient {
+  return fakeSource({
+    serve: (find) => {
+      if (find.hint?.$natural !== undefined) return [...ids];
+      const { min, max } = idBounds(find);
+      return ids.filter((i) => i >= min && i < max).sort((a, b) => a - b);
     },
-  };
-  return { db: () => db, startSession: () => ({ endSession: async () => undefined }) } as unknown as MongoClient;
-}
-
-/** A destination recording the `_id`s in the order their batches were written; `delayMs(n)` delays the n-th batch. */
-function fakeDestination(written: number[], delayMs: (batch: number) => number = () => 0): MongoClient {
-  let batches = 0;
-  const collection = {
-    namespace: 'db.coll',
-    insertMany: async (docs: Document[]) => {
-      const delay = delayMs(batches++);
-      if (delay > 0) await new Promise((resolve) => setTimeout(resolve, delay));
-      for (const doc of docs) written.push(Number(doc._id));
-      return { insertedCount: docs.length };
+    beforeGetMore: (n) => {
+      if (failEvery > 0 && n % failEvery === 0) throw new MongoNetworkError('connection reset by the test');
     },
-  };
-  return { db: () => ({ databaseName: 'db', collection: () => collection }) } as unknown as MongoClient;
-}
-
-function resources(source: MongoClient, destination: MongoClient): CopyResources {
-  return { source, destination, checkpoint: async () => undefined, histograms: new HistogramSet(), counters: new SharedCounters(), stop: new StopFlag() };
-}
-
-function task(overrides: Partial<PartitionTask> = {}): PartitionTask {
-  return {
-    key: { instance: 'test', ns: 'db.coll', index: 0 },
-    db: 'db',
-    coll: 'coll',
-    order: 'id',
-    min: packValue(new MinKey()),
-    max: packValue(new MaxKey()),
-    copiedDocs: 0,
-    copiedBytes: 0,
-    averageDocumentBytes: 50,
-    settings: { batchBytes: 1024, batchesInFlight: 1, checkpointIntervalMs: 0, writePath: 'decode' },
-    ...overrides,
-  };
+  });
 }
 
 describe('a partition copy that meets failures', () => {
@@ -83,7 +29,7 @@ describe('a partition copy that meets failures', () => {
     // Every second getMore fails: each pass copies two replies, then fails (7 failures in all).
     const ids = Array.from({ length: 600 }, (_, i) => i);
     const written: number[] = [];
-    const outcome = await copyPartition(task(), resources(fakeSource(ids, 2), fakeDestination(written)));
+    const outcome = await copyPartition(partitionTask(), copyResources(flakySource(ids, 2), recordingDestination(written)));
     assert.equal(outcome.status, 'done');
     assert.deepEqual(
       ids.filter((i) => !written.includes(i)),
@@ -96,10 +42,10 @@ describe('a partition copy that meets failures', () => {
     // Insertion order is not _id order; the first batch's write is the slowest.
     const ids = Array.from({ length: 300 }, (_, i) => (i * 7919) % 300);
     const written: number[] = [];
-    const destination = fakeDestination(written, (batch) => (batch === 0 ? 50 : 0));
+    const destination = recordingDestination(written, (batch) => (batch === 0 ? 50 : 0));
     const outcome = await copyPartition(
-      task({ order: 'natural', settings: { batchBytes: 1024, batchesInFlight: 4, checkpointIntervalMs: 0, writePath: 'decode' } }),
-      resources(fakeSource(ids), destination),
+      partitionTask({ order: 'natural', settings: { batchBytes: 1024, batchesInFlight: 4, checkpointIntervalMs: 0, writePath: 'decode' } }),
+      copyResources(flakySource(ids), destination),
     );
     assert.equal(outcome.status, 'done');
     assert.deepEqual(written, ids);

@@ -71,6 +71,19 @@ export class MetadataStore {
   collection<T extends Document>(name: keyof typeof METADATA_COLLECTIONS): Collection<T> {
     return this.db.collection<T>(METADATA_COLLECTIONS[name]);
   }
+
+  /**
+   * Deletes every document of this instance from every metadata collection (those keyed by the
+   * instance id, and those naming it in `instance`). A new sync starts from nothing: a change
+   * stream position, tombstones or a commit record an earlier sync with this id left behind would
+   * otherwise be taken for its own.
+   */
+  async forgetInstance(): Promise<void> {
+    const mine: Document = { $or: [{ _id: this.instance }, { instance: this.instance }] };
+    for (const name of Object.keys(METADATA_COLLECTIONS) as (keyof typeof METADATA_COLLECTIONS)[]) {
+      await this.collection(name).deleteMany(mine);
+    }
+  }
 }
 
 /** Base of the metadata stores: one metadata collection, used on behalf of one instance. */

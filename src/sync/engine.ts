@@ -176,8 +176,18 @@ export class MigrationEngine implements SyncEngine {
         }
       }),
     );
-    // The metadata lives on the destination of the sync it describes.
-    const chosen = found.find(({ cluster, doc }) => doc.request.destination === cluster) ?? found[0];
+    // The metadata lives on the destination of the sync it describes. Found only on the other
+    // cluster, it is not this sync's to continue: the flags name the clusters the other way round
+    // (continuing would write-block and write to the source), or its destination is elsewhere.
+    const chosen = found.find(({ cluster, doc }) => doc.request.destination === cluster);
+    const misplaced = found.find(({ cluster, doc }) => doc.request.destination !== cluster);
+    if (chosen === undefined && misplaced !== undefined) {
+      throw new InvalidStateTransition(
+        `${describe(this.#options.clusters[misplaced.cluster])} (${misplaced.cluster}) holds the metadata of a sync with id "${this.#options.id}" ` +
+          `whose destination is ${misplaced.doc.request.destination}: were --cluster0 and --cluster1 given the other way round? ` +
+          'Ferry will not continue that sync against these flags; restart it with the clusters named as when the sync started, or with another --id',
+      );
+    }
     if (chosen === undefined) {
       if (unreachable.length > 0) {
         this.#logger.error(
@@ -230,6 +240,9 @@ export class MigrationEngine implements SyncEngine {
     }
     const source = this.#options.clusters[request.source];
     await this.#checkWriteBlockingPrivileges(sync);
+    await sync.store.forgetInstance().catch((error: unknown) => {
+      throw asClusterError(destination, 'clearing metadata an earlier sync with this id left', error);
+    });
     const startAtOperationTime = await captureStartTime(sync.source, this.#options.id).catch((error: unknown) => {
       throw asClusterError(source, 'appendOplogNote (taking the start time)', error);
     });

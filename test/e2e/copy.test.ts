@@ -178,6 +178,52 @@ describe('a sync that cannot get past a problem', () => {
 });
 
 
+describe('metadata of an earlier run', () => {
+  it('refuses to continue a sync when restarted with the clusters named the other way round, and continues with them right', async () => {
+    const db = `swapped_${RUN}`;
+    const id = `swapped-${RUN}`;
+    await insertDocuments(clusters.source.db(db), 'items', Array.from({ length: 20 }, (_, i) => ({ _id: new Int32(i) })));
+    const first = await startFerry(['--cluster0', clusters.pair.cluster0, '--cluster1', clusters.pair.cluster1, '--id', id]);
+    try {
+      assert.equal((await first.post('start', { source: 'cluster0', destination: 'cluster1', includeNamespaces: [{ database: db }] })).status, 200);
+      await first.waitForProgress(copyFinished);
+    } finally {
+      assert.equal(await first.stop(), 0);
+    }
+    // The metadata is on cluster1 and names cluster1 the destination: with the flags swapped that
+    // name is the source, where Ferry must neither block writes nor write.
+    await assert.rejects(startFerry(['--cluster0', clusters.pair.cluster1, '--cluster1', clusters.pair.cluster0, '--id', id]), /other way round/);
+    assert.equal(await clusters.source.db(METADATA_DATABASE).collection('resume').countDocuments({ _id: id } as Document), 0);
+    const again = await startFerry(['--cluster0', clusters.pair.cluster0, '--cluster1', clusters.pair.cluster1, '--id', id]);
+    try {
+      assert.equal((await again.progress()).state, 'RUNNING');
+    } finally {
+      assert.equal(await again.stop(), 0);
+    }
+  });
+
+  it('a new start with an id whose earlier sync was dropped leaves none of that sync\'s records behind', async () => {
+    const db = `reused_${RUN}`;
+    const id = `reused-${RUN}`;
+    await insertDocuments(clusters.source.db(db), 'items', Array.from({ length: 20 }, (_, i) => ({ _id: new Int32(i) })));
+    const meta = clusters.destination.db(METADATA_DATABASE);
+    // What an earlier sync with this id left, its resume document dropped by hand.
+    await meta.collection('changeStream').insertOne({ _id: id, resumeToken: { _data: '8200000001' }, updatedAt: new Date(0) } as Document);
+    await meta.collection('commit').insertOne({ _id: id, requestedAt: new Date(0) } as Document);
+    await meta.collection('tombstones').insertOne({ _id: { instance: id, ns: `${db}.items`, _id: 3 }, instance: id } as Document);
+    const ferry = await startFerry(['--cluster0', clusters.pair.cluster0, '--cluster1', clusters.pair.cluster1, '--id', id]);
+    try {
+      assert.equal((await ferry.post('start', { source: 'cluster0', destination: 'cluster1', includeNamespaces: [{ database: db }] })).status, 200);
+      assert.equal(await meta.collection('commit').countDocuments({ _id: id } as Document), 0);
+      assert.equal(await meta.collection('changeStream').countDocuments({ _id: id, updatedAt: new Date(0) } as Document), 0);
+      assert.equal(await meta.collection('tombstones').countDocuments({ '_id._id': 3, instance: id } as Document), 0);
+      await ferry.waitForProgress(copyFinished);
+    } finally {
+      assert.equal(await ferry.stop(), 0);
+    }
+  });
+});
+
 describe('credentials', () => {
   it('never appear in progress, logs or the metadata, even when the sync pauses on an error', async (t) => {
     const password = 'pw-never-shown-4711';

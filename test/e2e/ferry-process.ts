@@ -78,7 +78,14 @@ export async function startFerry(args: string[], env: Record<string, string> = {
     let last: Progress | undefined;
     for (;;) {
       if (exited) throw new Error(`ferry exited while waiting: ${stderr}`);
-      last = await progress();
+      try {
+        last = await progress();
+      } catch (error) {
+        // A refused connection from a process on its way out: say why it went, not that fetch failed.
+        await Promise.race([exit, pause(2000)]);
+        if (exited) throw new Error(`ferry exited while waiting: ${stderr}`);
+        throw error;
+      }
       if (done(last)) return last;
       if (Date.now() > deadline) throw new Error(`timed out waiting for progress; last: ${JSON.stringify(last)}`);
       await pause(50);

@@ -75,6 +75,9 @@ function splitNamespace(ns: string): { db: string; coll: string } {
   return { db: ns.slice(0, dot), coll: ns.slice(dot + 1) };
 }
 
+/** The binary collation: strings equal only when their bytes are. */
+const SIMPLE_COLLATION = { locale: 'simple' };
+
 /**
  * The sweep (see the module comment). Call only with every lane drained and the copy complete.
  * Returns how many documents it deleted on the destination.
@@ -92,7 +95,8 @@ export async function sweepTombstones(source: MongoClient, destination: MongoCli
       const present = await source
         .db(db)
         .collection(coll)
-        .find({ _id: { $in: chunk } } as Document, { projection: { _id: 1 }, ...TYPE_FAITHFUL_READ })
+        // The primary: a lagging secondary (a URI's readPreference) could still hold a deleted document.
+        .find({ _id: { $in: chunk } } as Document, { projection: { _id: 1 }, readPreference: 'primary', ...TYPE_FAITHFUL_READ })
         .toArray();
       const held = new Set(present.map((doc) => keyOf(doc._id)));
       const gone = chunk.filter((id) => !held.has(keyOf(id)));
@@ -100,7 +104,9 @@ export async function sweepTombstones(source: MongoClient, destination: MongoCli
       const result = await destination
         .db(db)
         .collection(coll)
-        .deleteMany({ _id: { $in: gone } } as Document, { writeConcern: WRITE_CONCERN });
+        // Byte-exact _ids, as `gone` was worked out: under a case-insensitive collection collation
+        // {_id: 'abc'} would also delete the 'ABC' the source holds.
+        .deleteMany({ _id: { $in: gone } } as Document, { writeConcern: WRITE_CONCERN, collation: SIMPLE_COLLATION });
       deleted += result.deletedCount;
     }
   }

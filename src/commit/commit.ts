@@ -71,15 +71,26 @@ export class CommitProcess {
   /** Blocks the source if asked, takes and records the commit point (see the module comment). */
   async begin(): Promise<CommitDocument> {
     const { source, request, logger, store } = this.#context;
-    if (blocksSource(request.enableUserWriteBlocking)) {
+    const blockSource = blocksSource(request.enableUserWriteBlocking);
+    if (blockSource) {
       await setUserWriteBlocking(source, true);
       logger.info('Commit: user writes on the source are now blocked');
     }
-    const reply = await source.db('admin').command({ appendOplogNote: 1, data: { ferry: 'commit', instance: store.instance } });
-    const commitPoint = reply.operationTime as Timestamp;
-    const doc = await this.#record.begin(commitPoint);
-    logger.info({ commitPoint: describeTime(commitPoint) }, 'Commit: commit point recorded');
-    return doc;
+    try {
+      const reply = await source.db('admin').command({ appendOplogNote: 1, data: { ferry: 'commit', instance: store.instance } });
+      const commitPoint = reply.operationTime as Timestamp;
+      const doc = await this.#record.begin(commitPoint);
+      logger.info({ commitPoint: describeTime(commitPoint) }, 'Commit: commit point recorded');
+      return doc;
+    } catch (error) {
+      // The commit did not begin (the sync stays RUNNING): the application may write to the source again.
+      if (blockSource) {
+        await setUserWriteBlocking(source, false).catch((unblockError: unknown) =>
+          logger.error({ err: unblockError }, 'Commit did not begin, and user writes on the source could not be unblocked: run setUserWriteBlockMode {global: false} on it'),
+        );
+      }
+      throw error;
+    }
   }
 
   /**

@@ -208,7 +208,7 @@ export class MigrationEngine implements SyncEngine {
       this.#recoveredFailure = `The sync stopped on an error before Ferry restarted and is paused: ${doc.lastError}. Fix the cause, then POST /api/v1/resume.`;
     }
     if (doc.state === 'RUNNING') this.#launch(sync, doc);
-    if (doc.state === 'COMMITTING') this.#finishCommit(sync, doc, new CommitProcess(this.#commitContext(sync)));
+    if (doc.state === 'COMMITTING') this.#finishCommit(sync, new CommitProcess(this.#commitContext(sync)), doc);
     return { state: doc.state, request: doc.request };
   }
 
@@ -425,18 +425,22 @@ export class MigrationEngine implements SyncEngine {
       sync.commit = undefined;
       throw asClusterError(this.#options.clusters[sync.request.destination], 'recording state COMMITTING in the metadata', error);
     });
-    const doc = await sync.resume.read();
-    this.#finishCommit(sync, doc!, commit);
+    // COMMITTING is recorded: from here the commit finishes in the background whatever happens
+    // (a restart finishes it too), so nothing after this point may fail the request.
+    this.#finishCommit(sync, commit);
   }
 
   /**
    * Finishes a commit in the background (see the module comment); an error on the way (a
    * cluster unreachable) is reported in progress and the commit tried again, from its record.
    */
-  #finishCommit(sync: ActiveSync, doc: ResumeDocument, commit: CommitProcess): void {
+  #finishCommit(sync: ActiveSync, commit: CommitProcess, recovered?: ResumeDocument): void {
     sync.commit = commit;
     const applyThrough = async (commitPoint: Timestamp) => {
       if (sync.applier === undefined) {
+        // Read here, inside the retried loop, when no applier runs (after a restart or a failed try).
+        const doc = recovered ?? (await sync.resume.read());
+        if (doc === null) throw new Error('the resume document has disappeared from the metadata');
         sync.applier = this.#applierFor(sync, doc);
         if (sync.applier === undefined) throw new Error('commit needs change-event application');
         await sync.applier.start();

@@ -10,9 +10,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Document } from 'bson';
-import { compareClusters } from '../../scripts/lib/compare-clusters.js';
 import { METADATA_DATABASE } from '../../src/meta/names.js';
-import { createNamespaceSelector } from '../../src/plan/namespaces.js';
 import { RUN, useClusterPair } from './copy-fixtures.js';
 import { playOperations, sampleOperations, seed } from './cea-workload.js';
 import { startFerry, type FerryProcess } from './ferry-process.js';
@@ -27,7 +25,7 @@ async function kill(ferry: FerryProcess): Promise<void> {
 }
 
 async function assertEqualToSource(db: string): Promise<void> {
-  const differences = await compareClusters(clusters.pair.cluster0, clusters.pair.cluster1, { selector: createNamespaceSelector([{ database: db }]) });
+  const differences = await clusters.differences([{ database: db }]);
   assert.deepEqual(differences, []);
 }
 

@@ -8,8 +8,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { compareClusters } from '../../scripts/lib/compare-clusters.js';
-import { createNamespaceSelector } from '../../src/plan/namespaces.js';
 import { RUN, useClusterPair } from './copy-fixtures.js';
 import { operation, playOperations, SYNCED, type Op } from './cea-workload.js';
 import { copyFinished, startFerry } from './ferry-process.js';
@@ -57,7 +55,7 @@ async function converges(testCase: Case): Promise<void> {
     await ferry.waitForProgress((p) => p.canCommit === true, 60_000);
     assert.equal((await ferry.post('commit', {})).status, 200);
     await ferry.waitForProgress((p) => p.state === 'COMMITTED', 60_000);
-    const differences = await compareClusters(clusters.pair.cluster0, clusters.pair.cluster1, { selector: createNamespaceSelector(filter) });
+    const differences = await clusters.differences(filter);
     assert.deepEqual(differences, []);
   } finally {
     await ferry.stop();

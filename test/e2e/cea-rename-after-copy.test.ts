@@ -11,8 +11,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Document } from 'bson';
-import { compareClusters } from '../../scripts/lib/compare-clusters.js';
-import { createNamespaceSelector, type NamespaceFilter } from '../../src/plan/namespaces.js';
+import type { NamespaceFilter } from '../../src/plan/namespaces.js';
 import { RUN, useClusterPair } from './copy-fixtures.js';
 import { startFerry } from './ferry-process.js';
 
@@ -68,7 +67,7 @@ async function updateThenRename(scenario: Scenario): Promise<void> {
 
     assert.equal((await ferry.post('commit', {})).status, 200);
     await ferry.waitForProgress((p) => p.state === 'COMMITTED', 60_000);
-    const differences = await compareClusters(clusters.pair.cluster0, clusters.pair.cluster1, { selector: createNamespaceSelector(filter) });
+    const differences = await clusters.differences(filter);
     assert.deepEqual(differences, []);
   } finally {
     await ferry.stop();

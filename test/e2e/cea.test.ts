@@ -10,8 +10,6 @@
 import { before, after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Document } from 'bson';
-import { compareClusters } from '../../scripts/lib/compare-clusters.js';
-import { createNamespaceSelector } from '../../src/plan/namespaces.js';
 import { RUN, useClusterPair } from './copy-fixtures.js';
 import { EXCLUDED, playOperations, sampleOperations, seed } from './cea-workload.js';
 import { copyFinished, startFerry, type FerryProcess, type Progress } from './ferry-process.js';
@@ -26,9 +24,7 @@ function filterFor(db: string) {
 
 async function assertEqualToSource(db: string): Promise<void> {
   const filter = filterFor(db);
-  const differences = await compareClusters(clusters.pair.cluster0, clusters.pair.cluster1, {
-    selector: createNamespaceSelector(filter.includeNamespaces, filter.excludeNamespaces),
-  });
+  const differences = await clusters.differences(filter.includeNamespaces, filter.excludeNamespaces);
   assert.deepEqual(differences, []);
 }
 

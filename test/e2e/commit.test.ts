@@ -8,8 +8,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Document } from 'bson';
-import { compareClusters } from '../../scripts/lib/compare-clusters.js';
-import { createNamespaceSelector } from '../../src/plan/namespaces.js';
 import { RUN, useClusterPair } from './copy-fixtures.js';
 import { startFerry } from './ferry-process.js';
 
@@ -20,7 +18,7 @@ function filterFor(db: string) {
 }
 
 async function differences(db: string) {
-  return compareClusters(clusters.pair.cluster0, clusters.pair.cluster1, { selector: createNamespaceSelector(filterFor(db).includeNamespaces) });
+  return clusters.differences(filterFor(db).includeNamespaces);
 }
 
 describe('commit', () => {

@@ -12,10 +12,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Int32, type Document } from 'bson';
-import { compareClusters, temporaryIndexForm } from '../../scripts/lib/compare-clusters.js';
 import { METADATA_DATABASE } from '../../src/meta/names.js';
-import { temporaryCollectionOptions } from '../../src/plan/collection-options.js';
-import { createNamespaceSelector } from '../../src/plan/namespaces.js';
 import { insertDocuments, RUN, useClusterPair } from './copy-fixtures.js';
 import { copyFinished, startFerry } from './ferry-process.js';
 
@@ -67,11 +64,7 @@ async function settledPartitionTable(instance: string): Promise<Map<string, Part
 }
 
 async function assertSameAsSource(db: string): Promise<void> {
-  const differences = await compareClusters(clusters.pair.cluster0, clusters.pair.cluster1, {
-    selector: createNamespaceSelector([{ database: db }]),
-    expectedIndex: temporaryIndexForm,
-    expectedOptions: temporaryCollectionOptions,
-  });
+  const differences = await clusters.differences([{ database: db }], undefined, true);
   assert.deepEqual(differences, []);
 }
 

@@ -8,7 +8,10 @@
 import { Binary, Decimal128, Double, Int32, Long, MaxKey, MinKey, ObjectId, UUID, type Document } from 'bson';
 import { after, before } from 'node:test';
 import { MongoClient, type Db, type InsertManyResult, type OptionalId } from 'mongodb';
+import { compareClusters, temporaryIndexForm, type ClusterDifference } from '../../scripts/lib/compare-clusters.js';
 import { METADATA_DATABASE } from '../../src/meta/names.js';
+import { temporaryCollectionOptions } from '../../src/plan/collection-options.js';
+import { createNamespaceSelector, type NamespaceFilter } from '../../src/plan/namespaces.js';
 import { startClusterPair, type ClusterPair } from '../helpers/clusters.js';
 
 /**
@@ -154,6 +157,11 @@ export interface TestClusters {
   /** A client on cluster0 (the source in these tests) and on cluster1. */
   source: MongoClient;
   destination: MongoClient;
+  /**
+   * How the destination differs from the source over the namespaces the filters select (empty
+   * when equal). `midSync`: expect indexes and options in their temporary form (a sync not committed).
+   */
+  differences(include: NamespaceFilter[], exclude?: NamespaceFilter[], midSync?: boolean): Promise<ClusterDifference[]>;
 }
 
 /**
@@ -162,6 +170,11 @@ export interface TestClusters {
  */
 export function useClusterPair(): TestClusters {
   const clusters = {} as TestClusters;
+  clusters.differences = (include, exclude, midSync = false) =>
+    compareClusters(clusters.pair.cluster0, clusters.pair.cluster1, {
+      selector: createNamespaceSelector(include, exclude),
+      ...(midSync ? { expectedIndex: temporaryIndexForm, expectedOptions: temporaryCollectionOptions } : {}),
+    });
   before(async () => {
     clusters.pair = await startClusterPair();
     clusters.source = await MongoClient.connect(clusters.pair.cluster0);

@@ -8,21 +8,14 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Int32, Long, type Document } from 'bson';
 import type { MongoClient } from 'mongodb';
-import type { StartRequest } from '../../src/api/start-request.js';
 import { DdlApplier } from '../../src/cea/ddl.js';
 import type { Logger } from '../../src/log/logger.js';
 import { namespaceOf, type NamespaceRecord, type NamespaceRecords } from '../../src/meta/namespaces.js';
 import type { NamespaceSelector } from '../../src/plan/namespaces.js';
 import { namespaceRecord } from '../../src/sync/initial-copy.js';
+import { START_REQUEST } from '../api/app.js';
 
-const request: StartRequest = {
-  source: 'cluster0',
-  destination: 'cluster1',
-  buildIndexes: 'afterDataCopy',
-  reversible: false,
-  enableUserWriteBlocking: 'destinationOnly',
-  verification: { enabled: true },
-};
+const request = START_REQUEST;
 
 const clusteredIndex = { v: new Int32(2), key: { _id: new Int32(1) }, name: '_id_', unique: true };
 

@@ -159,7 +159,12 @@ export async function runCeaBenchmark(options: CeaBenchmarkOptions = {}): Promis
     await probe.prepare();
     const flags = ['--cluster0', source.uri, '--cluster1', destination.uri, '--id', 'bench-cea'];
     if (options.loadLevel !== undefined) flags.push('--loadLevel', String(options.loadLevel));
-    ferry = await startFerry(flags, {}, undefined, options.cpuProf === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${options.cpuProf}`]);
+    ferry = await startFerry(
+      flags,
+      {},
+      undefined,
+      options.cpuProf === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${options.cpuProf}`],
+    );
     sampler.watch('ferry', ferry.child.pid!);
     const reply = await ferry.post('start', { source: 'cluster0', destination: 'cluster1' });
     if (reply.status !== 200) throw new Error(`ferry refused start: ${JSON.stringify(reply.body)}`);
@@ -215,7 +220,13 @@ export async function runCeaBenchmark(options: CeaBenchmarkOptions = {}): Promis
     const paused = await ferry.post('pause');
     if (paused.status !== 200) throw new Error(`ferry refused pause: ${JSON.stringify(paused.body)}`);
     await watchProgress(ferry, (p) => p.state === 'PAUSED', { what: 'the sync to pause', timeoutMs: 120_000, pausedIsFailure: false });
-    const backlog = await startWorkload({ uri: source.uri, opsPerSecond: 1_000_000, seed, idRange: ++idRange, seconds: options.backlogSeconds ?? 10 });
+    const backlog = await startWorkload({
+      uri: source.uri,
+      opsPerSecond: 1_000_000,
+      seed,
+      idRange: ++idRange,
+      seconds: options.backlogSeconds ?? 10,
+    });
     const backlogStats = await backlog.finished;
     const appliedBeforeResume = await eventsApplied(ferry);
     const resumed = await ferry.post('resume');
@@ -246,7 +257,10 @@ export async function runCeaBenchmark(options: CeaBenchmarkOptions = {}): Promis
     const drainSeconds = (lastGrowth - resumedAt) / 1000;
     const resumeSeconds = (firstSeen!.at - resumedAt) / 1000;
     // A backlog applied between two progress calls has no rate of its own: fall back to resume → end.
-    const steady = lastGrowth > firstSeen!.at ? { events: applied - firstSeen!.applied, seconds: (lastGrowth - firstSeen!.at) / 1000 } : { events: applied, seconds: drainSeconds };
+    const steady =
+      lastGrowth > firstSeen!.at
+        ? { events: applied - firstSeen!.applied, seconds: (lastGrowth - firstSeen!.at) / 1000 }
+        : { events: applied, seconds: drainSeconds };
     const eventsPerSecond = Math.round(steady.events / steady.seconds);
     print(
       `backlog of ${backlogStats.changes} source changes (written at ${Math.round(backlogStats.writesPerSecond)} writes/s while paused): ` +

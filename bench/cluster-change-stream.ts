@@ -34,9 +34,11 @@ async function drain(cursor: AsyncIterable<unknown>, count: number): Promise<{ s
 
 try {
   const startAt = (await writer.db('admin').command({ ping: 1 })).operationTime;
-  const cursor = reader
-    .db('admin')
-    .aggregate([{ $changeStream: { allChangesForCluster: true, showExpandedEvents: true } }], { raw: true, maxAwaitTimeMS: 100, batchSize: 10_000 });
+  const cursor = reader.db('admin').aggregate([{ $changeStream: { allChangesForCluster: true, showExpandedEvents: true } }], {
+    raw: true,
+    maxAwaitTimeMS: 100,
+    batchSize: 10_000,
+  });
   // Open the stream (first batch) before the load starts.
   await cursor.tryNext();
   let received = 0;
@@ -63,12 +65,19 @@ try {
   console.log(`inserted ${total} x 1 KiB documents in ${((writtenAt - started) / 1000).toFixed(2)} s`);
   const backlog = reader
     .db('admin')
-    .aggregate([{ $changeStream: { allChangesForCluster: true, showExpandedEvents: true, startAtOperationTime: startAt } }], { raw: true, batchSize: 10_000 });
+    .aggregate([{ $changeStream: { allChangesForCluster: true, showExpandedEvents: true, startAtOperationTime: startAt } }], {
+      raw: true,
+      batchSize: 10_000,
+    });
   // The backlog holds the collection's create event too.
   const caughtUp = await drain(backlog, total + 1);
   await backlog.close();
-  console.log(`stream delivered ${received} events (${(bytes / 1e6).toFixed(0)} MB) in ${seconds.toFixed(2)} s: ${Math.round(received / seconds)} events/s, lag at end ${((lastEventAt - writtenAt) / 1000).toFixed(2)} s`);
-  console.log(`catch-up read of the backlog: ${Math.round((total + 1) / caughtUp.seconds)} events/s (${(caughtUp.bytes / 1e6 / caughtUp.seconds).toFixed(0)} MB/s)`);
+  console.log(
+    `stream delivered ${received} events (${(bytes / 1e6).toFixed(0)} MB) in ${seconds.toFixed(2)} s: ${Math.round(received / seconds)} events/s, lag at end ${((lastEventAt - writtenAt) / 1000).toFixed(2)} s`,
+  );
+  console.log(
+    `catch-up read of the backlog: ${Math.round((total + 1) / caughtUp.seconds)} events/s (${(caughtUp.bytes / 1e6 / caughtUp.seconds).toFixed(0)} MB/s)`,
+  );
 } finally {
   await writer.close();
   await reader.close();

@@ -30,7 +30,9 @@ function cpuSeconds(pid: number): number {
 }
 
 function rssBytes(pid: number): number {
-  const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((l) => l.startsWith('VmRSS:'))!;
+  const line = readFileSync(`/proc/${pid}/status`, 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith('VmRSS:'))!;
   return Number(line.split(/\s+/)[1]) * 1024;
 }
 
@@ -184,9 +186,15 @@ try {
 
   const mb = (n: number) => (n / 1e6).toFixed(0);
   console.log(`inserted ${totalDocs.toLocaleString()} × 1 KiB documents (${insertedMB.toFixed(0)} MB) over ${connections} connections`);
-  console.log(`insert: ${(insertedMB / insertCpu).toFixed(0)} MB per server CPU-second (${insertCpu.toFixed(2)} s CPU), ${(insertedMB / insertWall).toFixed(0)} MB/s wall`);
-  console.log(`scan:   ${(scanned / 1e6 / scanCpu).toFixed(0)} MB per server CPU-second (${scanCpu.toFixed(2)} s CPU), ${(scanned / 1e6 / scanWall).toFixed(0)} MB/s wall`);
-  console.log(`memory: RSS ${mb(loadedRss)} MB (idle ${mb(idleRss)} MB) for ${mb(storedBytes)} MB stored: ${(loadedRss / storedBytes).toFixed(2)}× stored, ${((loadedRss - idleRss) / storedBytes).toFixed(2)}× above idle`);
+  console.log(
+    `insert: ${(insertedMB / insertCpu).toFixed(0)} MB per server CPU-second (${insertCpu.toFixed(2)} s CPU), ${(insertedMB / insertWall).toFixed(0)} MB/s wall`,
+  );
+  console.log(
+    `scan:   ${(scanned / 1e6 / scanCpu).toFixed(0)} MB per server CPU-second (${scanCpu.toFixed(2)} s CPU), ${(scanned / 1e6 / scanWall).toFixed(0)} MB/s wall`,
+  );
+  console.log(
+    `memory: RSS ${mb(loadedRss)} MB (idle ${mb(idleRss)} MB) for ${mb(storedBytes)} MB stored: ${(loadedRss / storedBytes).toFixed(2)}× stored, ${((loadedRss - idleRss) / storedBytes).toFixed(2)}× above idle`,
+  );
 } finally {
   for (const client of clients) client.close();
   await cluster.stop();

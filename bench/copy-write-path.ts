@@ -77,12 +77,14 @@ async function endToEnd(): Promise<void> {
   const destination = await MongoClient.connect(b.uri);
   try {
     let written = 0;
-    for (let i = 0; written < sizeMB * MiB; ) {
+    for (let i = 0; written < sizeMB * MiB;) {
       const docs = Array.from({ length: 2000 }, () => document(i++));
       written += docs.reduce((sum, doc) => sum + serialize(doc).length, 0);
       await source.db(DB).collection('c').insertMany(docs, { ordered: false });
     }
-    console.log(`\nEnd to end: one partition of ${(written / MiB).toFixed(1)} MiB (~1 KiB documents), batchBytes 8 MiB, 2 batches in flight:`);
+    console.log(
+      `\nEnd to end: one partition of ${(written / MiB).toFixed(1)} MiB (~1 KiB documents), batchBytes 8 MiB, 2 batches in flight:`,
+    );
     for (let run = 1; run <= runs; run++) {
       for (const writePath of ['decode', 'raw'] as WritePath[]) {
         await destination.db(DB).dropDatabase();

@@ -15,7 +15,14 @@ import { generateDataset } from '../scripts/generate.js';
 import { positiveInteger, positiveNumber, integer, environmentEntry } from '../scripts/lib/cli-numbers.js';
 import { runIfEntryPoint } from '../scripts/lib/entry-point.js';
 import { spawnCluster } from '../test/cluster/index.js';
-import { copyWorkload, cpuProfileArgs, describeMeasurement, measureBaselineCopy, measureFerryCopy, type CopyMeasurement } from './lib/copy-runs.js';
+import {
+  copyWorkload,
+  cpuProfileArgs,
+  describeMeasurement,
+  measureBaselineCopy,
+  measureFerryCopy,
+  type CopyMeasurement,
+} from './lib/copy-runs.js';
 import { UsageSampler } from './lib/process-usage.js';
 import { DEFAULT_RESULTS_DIR, median, MiB, round, writeResult } from './lib/results.js';
 
@@ -79,7 +86,9 @@ export async function runCopyBenchmark(options: CopyBenchmarkOptions = {}): Prom
     sampler.watch('source', source.pid);
     const report = await generateDataset({ uri: source.uri, sizeMB, seed });
     const workload = copyWorkload(report);
-    print(`source: ${(report.totalBytes / MiB).toFixed(1)} MB in ${report.totalDocuments} documents, ${report.collections.length} collections`);
+    print(
+      `source: ${(report.totalBytes / MiB).toFixed(1)} MB in ${report.totalDocuments} documents, ${report.collections.length} collections`,
+    );
     const perRun: CopyBenchmarkResult['perRun'] = [];
     for (let run = 0; run < runs; run++) {
       const measure = {

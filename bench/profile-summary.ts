@@ -66,7 +66,9 @@ function shortUrl(url: string): string {
 
 /** Summarizes every `.cpuprofile` in `dir`. */
 export function summarizeProfiles(dir: string): ProfileSummary {
-  const files = readdirSync(dir).filter((name) => name.endsWith('.cpuprofile')).sort();
+  const files = readdirSync(dir)
+    .filter((name) => name.endsWith('.cpuprofile'))
+    .sort();
   const functionTimes = new Map<string, FunctionTime>();
   const threads: ThreadSummary[] = [];
   const byComponent: Record<string, number> = {};

@@ -109,7 +109,11 @@ async function request(ferry: FerryProcess, path: string, body: object = {}): Pr
 /** Starts a test cluster and registers its stop. */
 async function startCluster(cleanup: Cleanup, role: string): Promise<ClusterHandle & { pid: number }> {
   const cluster = await spawnCluster();
-  cleanup.defer(`the ${role} cluster`, () => cluster.stop(), () => process.kill(cluster.pid, 'SIGKILL'));
+  cleanup.defer(
+    `the ${role} cluster`,
+    () => cluster.stop(),
+    () => process.kill(cluster.pid, 'SIGKILL'),
+  );
   return cluster;
 }
 
@@ -148,11 +152,14 @@ async function syncUntilCommitted(ferry: FerryProcess, workload: Workload, optio
     if (progress.state === 'RUNNING' && progress.info !== 'collection copy' && copySeconds === undefined) {
       copySeconds = (performance.now() - startedAt) / 1000;
       copiedBytes = progress.collectionCopy?.estimatedCopiedBytes ?? 0;
-      live.note(`Initial copy complete in ${copySeconds.toFixed(1)} s (indexes built): ${(copiedBytes / MiB).toFixed(1)} MB; now: ${progress.info}`);
+      live.note(
+        `Initial copy complete in ${copySeconds.toFixed(1)} s (indexes built): ${(copiedBytes / MiB).toFixed(1)} MB; now: ${progress.info}`,
+      );
     }
     assertAppliesChanges(progress);
   };
-  const watch = (what: string, done: (progress: Progress) => boolean) => watchProgress(ferry, done, { what, timeoutMs, onProgress: observe });
+  const watch = (what: string, done: (progress: Progress) => boolean) =>
+    watchProgress(ferry, done, { what, timeoutMs, onProgress: observe });
 
   let workloadStats: WorkloadStats;
   try {
@@ -180,7 +187,11 @@ async function syncUntilCommitted(ferry: FerryProcess, workload: Workload, optio
 }
 
 /** Compares the clusters namespace by namespace, printing each; fails on any difference. */
-async function verifyDestination(sourceUri: string, destinationUri: string, print: (line: string) => void): Promise<DemoSummary['verified']> {
+async function verifyDestination(
+  sourceUri: string,
+  destinationUri: string,
+  print: (line: string) => void,
+): Promise<DemoSummary['verified']> {
   print('Verifying the destination against the source (documents by content hash, options, indexes as restored)…');
   const compared: NamespaceComparison[] = [];
   const differences = await compareClusters(sourceUri, destinationUri, {
@@ -223,7 +234,11 @@ export async function runDemo(options: DemoOptions, context: DemoContext): Promi
   const ferry = await startFerry(ferryFlags);
   const logDir = dirname(ferry.logFile);
   context.ferryLog = ferry.logFile;
-  cleanup.defer('ferry', () => ferry.stop('SIGTERM'), () => ferry.child.kill('SIGKILL'));
+  cleanup.defer(
+    'ferry',
+    () => ferry.stop('SIGTERM'),
+    () => ferry.child.kill('SIGKILL'),
+  );
   print(`Ferry started (pid ${ferry.child.pid}), control API at ${ferry.base}/api/v1, log in ${ferry.logFile}`);
 
   const workload = await startWorkload({ uri: source.uri, opsPerSecond, seed });
@@ -269,15 +284,23 @@ function printSummary(summary: DemoSummary, print: (line: string) => void): void
   const n = (value: number) => value.toLocaleString('en-US');
   print('');
   print('Summary');
-  print(`  copied        ${(summary.copiedBytes / MiB).toFixed(1)} MB, ${n(summary.source.documents)} documents in ${summary.copySeconds.toFixed(1)} s = ${summary.copyMBps.toFixed(1)} MB/s (indexes included)`);
-  print(`  workload      ${n(summary.workload.writes)} writes on the source during the sync (${n(summary.workload.changes)} documents changed)`);
+  print(
+    `  copied        ${(summary.copiedBytes / MiB).toFixed(1)} MB, ${n(summary.source.documents)} documents in ${summary.copySeconds.toFixed(1)} s = ${summary.copyMBps.toFixed(1)} MB/s (indexes included)`,
+  );
+  print(
+    `  workload      ${n(summary.workload.writes)} writes on the source during the sync (${n(summary.workload.changes)} documents changed)`,
+  );
   print(`  applied       ${n(summary.eventsApplied)} change events`);
   const lag = summary.lagSeconds;
   const apply = summary.applyLatencySeconds;
   print(`  lag           p50 ${lag.p50.toFixed(3)} s, p99 ${lag.p99.toFixed(3)} s, max ${lag.max.toFixed(3)} s (Ferry's histogram)`);
-  print(`  apply batch   p50 ${(apply.p50 * 1000).toFixed(1)} ms, p99 ${(apply.p99 * 1000).toFixed(1)} ms over ${n(apply.batches)} batches`);
+  print(
+    `  apply batch   p50 ${(apply.p50 * 1000).toFixed(1)} ms, p99 ${(apply.p99 * 1000).toFixed(1)} ms over ${n(apply.batches)} batches`,
+  );
   print(`  sync          ${summary.syncSeconds.toFixed(1)} s from start to COMMITTED`);
-  print(`  verified      destination equals source: ${summary.verified.namespaces} namespaces, ${n(summary.verified.documents)} documents, options and indexes restored`);
+  print(
+    `  verified      destination equals source: ${summary.verified.namespaces} namespaces, ${n(summary.verified.documents)} documents, options and indexes restored`,
+  );
 }
 
 async function main(argv: string[]): Promise<void> {

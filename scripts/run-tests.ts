@@ -33,11 +33,10 @@ const concurrency = process.env.FERRY_TEST_CONCURRENCY ?? '3';
 // Tests write logs and files under the temporary directory; give this run its own, removed
 // afterwards when everything passed (kept, and named, when something failed: the logs help).
 const runTmp = mkdtempSync(join(tmpdir(), 'ferry-test-run-'));
-const result = spawnSync(
-  process.execPath,
-  ['--test', `--test-concurrency=${concurrency}`, ...files],
-  { stdio: 'inherit', env: { ...process.env, TMPDIR: runTmp } },
-);
+const result = spawnSync(process.execPath, ['--test', `--test-concurrency=${concurrency}`, ...files], {
+  stdio: 'inherit',
+  env: { ...process.env, TMPDIR: runTmp },
+});
 if (result.status === 0) rmSync(runTmp, { recursive: true, force: true });
 else console.error(`test files and logs of this run kept in ${runTmp}`);
 process.exit(result.status ?? 1);

@@ -121,7 +121,9 @@ const TARGETS: readonly Target[] = [
       if (choice === 0) return { $set: { status: random.pick(STATUSES) }, $currentDate: { updatedAt: true } };
       if (choice === 1) return { $inc: { total: new Double(random.int(1, 500) / 100) } };
       if (choice === 2) {
-        return { $push: { items: { $each: [{ sku: `SKU-${random.int(0, 9999)}`, qty: new Int32(1), price: new Double(9.99) }], $slice: -8 } } };
+        return {
+          $push: { items: { $each: [{ sku: `SKU-${random.int(0, 9999)}`, qty: new Int32(1), price: new Double(9.99) }], $slice: -8 } },
+        };
       }
       if (choice === 3) return { $unset: { notes: '' } };
       return [{ $set: { itemCount: { $size: '$items' }, reviewed: true } }];
@@ -145,7 +147,10 @@ const TARGETS: readonly Target[] = [
     update: (random) =>
       random.chance(0.5)
         ? { $inc: { stock: new Int32(random.int(-3, 10)) } }
-        : { $push: { ratings: { $each: [new Int32(random.int(1, 5))], $slice: -20 } }, $set: { price: new Double(random.int(100, 50_000) / 100) } },
+        : {
+            $push: { ratings: { $each: [new Int32(random.int(1, 5))], $slice: -20 } },
+            $set: { price: new Double(random.int(100, 50_000) / 100) },
+          },
   },
   {
     definition: definition('analytics', 'pageViews'),
@@ -182,7 +187,18 @@ interface KnownDocuments {
 }
 
 function emptyStats(): WorkloadStats {
-  return { writes: 0, inserts: 0, updates: 0, replaces: 0, deletes: 0, transactions: 0, changes: 0, errors: 0, seconds: 0, writesPerSecond: 0 };
+  return {
+    writes: 0,
+    inserts: 0,
+    updates: 0,
+    replaces: 0,
+    deletes: 0,
+    transactions: 0,
+    changes: 0,
+    errors: 0,
+    seconds: 0,
+    writesPerSecond: 0,
+  };
 }
 
 /** Starts the workload; it writes in the background until `stop()` or `seconds`. */
@@ -205,7 +221,10 @@ export async function startWorkload(options: WorkloadOptions): Promise<Workload>
   const known = new Map<Target, KnownDocuments>();
   try {
     for (const target of TARGETS) {
-      const generated = await client.db(prefix + target.definition.db).collection(target.definition.name).estimatedDocumentCount();
+      const generated = await client
+        .db(prefix + target.definition.db)
+        .collection(target.definition.name)
+        .estimatedDocumentCount();
       known.set(target, { generated, nextInsert: idRange * INSERT_RANGE, firstInsert: idRange * INSERT_RANGE });
     }
   } catch (error) {
@@ -357,7 +376,7 @@ export async function startWorkload(options: WorkloadOptions): Promise<Workload>
 export async function main(argv: string[]): Promise<void> {
   const flags = new Command()
     .name('workload')
-    .description('Write to the generator\'s data like an application would, at a steady rate')
+    .description("Write to the generator's data like an application would, at a steady rate")
     .requiredOption('--uri <uri>', 'connection string of the cluster to write to')
     .option('--opsPerSecond <n>', 'writes per second', positiveNumber, 300)
     .option('--seconds <n>', 'stop after this many seconds (default: until interrupted)', positiveNumber)

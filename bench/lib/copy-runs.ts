@@ -98,7 +98,10 @@ async function checkCounts(destinationUri: string, workload: CopyWorkload, copie
   try {
     for (const [ns, expected] of Object.entries(workload.documentsByNamespace)) {
       const dot = ns.indexOf('.');
-      const actual = await client.db(ns.slice(0, dot)).collection(ns.slice(dot + 1)).countDocuments();
+      const actual = await client
+        .db(ns.slice(0, dot))
+        .collection(ns.slice(dot + 1))
+        .countDocuments();
       if (actual !== expected) throw new Error(`${copier} copied ${actual} documents of ${expected} in ${ns}`);
     }
   } finally {
@@ -106,12 +109,7 @@ async function checkCounts(destinationUri: string, workload: CopyWorkload, copie
   }
 }
 
-function measurement(
-  copier: CopyMeasurement['copier'],
-  seconds: number,
-  workload: CopyWorkload,
-  sampler: UsageSampler,
-): CopyMeasurement {
+function measurement(copier: CopyMeasurement['copier'], seconds: number, workload: CopyWorkload, sampler: UsageSampler): CopyMeasurement {
   const own = sampler.usage(copier);
   return {
     copier,
@@ -133,10 +131,7 @@ export function cpuProfileArgs(dir: string | undefined): string[] {
 }
 
 /** Starts a fresh destination cluster, watched as `destination`, and runs `copy` against it. */
-async function withFreshDestination<T>(
-  options: CopyRunOptions,
-  copy: (destination: MeasuredCluster) => Promise<T>,
-): Promise<T> {
+async function withFreshDestination<T>(options: CopyRunOptions, copy: (destination: MeasuredCluster) => Promise<T>): Promise<T> {
   const { sampler } = options;
   const destination = await spawnCluster({}, cpuProfileArgs(options.destinationCpuProfileDir));
   try {
@@ -182,7 +177,11 @@ export function measureFerryCopy(options: CopyRunOptions): Promise<CopyMeasureme
       const result = await measureCopy('ferry', ferry.child.pid!, options, destination.uri, async () => {
         const reply = await ferry.post('start', { source: 'cluster0', destination: 'cluster1' });
         if (reply.status !== 200) throw new Error(`ferry refused start: ${JSON.stringify(reply.body)}`);
-        await watchProgress(ferry, copyFinished, { what: 'the copy to complete', timeoutMs: options.timeoutMs ?? 30 * 60_000, intervalMs: 100 });
+        await watchProgress(ferry, copyFinished, {
+          what: 'the copy to complete',
+          timeoutMs: options.timeoutMs ?? 30 * 60_000,
+          intervalMs: 100,
+        });
       });
       measured = true;
       return result;

@@ -250,7 +250,13 @@ export async function compareClusters(
       const source = sourceNamespaces.get(ns);
       const destination = destinationNamespaces.get(ns);
       const comparison: NamespaceComparison = { ns, type: (source ?? destination)!.type, equal: false };
-      const found = await compareNamespace(ns, source, destination, { sourceClient, destinationClient, expectedIndex, expectedOptions, comparison });
+      const found = await compareNamespace(ns, source, destination, {
+        sourceClient,
+        destinationClient,
+        expectedIndex,
+        expectedOptions,
+        comparison,
+      });
       differences.push(...found);
       options.onCompared?.({ ...comparison, equal: found.length === 0 });
     }

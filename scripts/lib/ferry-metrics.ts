@@ -54,6 +54,7 @@ export async function readApplyHistograms(base: string): Promise<ApplyHistograms
   const summaries = parseSummaries(await response.text());
   const lag = summaries.get('ferry_lag_seconds');
   const applyLatency = summaries.get('ferry_apply_latency_seconds');
-  if (lag === undefined || applyLatency === undefined) throw new Error('GET /metrics has no ferry_lag_seconds or ferry_apply_latency_seconds');
+  if (lag === undefined || applyLatency === undefined)
+    throw new Error('GET /metrics has no ferry_lag_seconds or ferry_apply_latency_seconds');
   return { lag, applyLatency };
 }

@@ -42,7 +42,9 @@ const NO_CHANGE_APPLICATION_INFO = 'change event application not available';
  */
 export function assertAppliesChanges(progress: Progress): void {
   if (String(progress.info).includes(NO_CHANGE_APPLICATION_INFO)) {
-    throw new SyncStoppedError(`this build of Ferry cannot apply change events, so the sync can never commit: ${describeProgress(progress)}`);
+    throw new SyncStoppedError(
+      `this build of Ferry cannot apply change events, so the sync can never commit: ${describeProgress(progress)}`,
+    );
   }
 }
 
@@ -53,7 +55,8 @@ export function describeProgress(progress: Progress): string {
   const copy = progress.collectionCopy as { estimatedCopiedBytes: number; estimatedTotalBytes: number } | null;
   if (copy) parts.push(`copied ${(copy.estimatedCopiedBytes / MiB).toFixed(1)} of ${(copy.estimatedTotalBytes / MiB).toFixed(1)} MB`);
   if (progress.lagTimeSeconds !== null && progress.lagTimeSeconds !== undefined) parts.push(`lag ${progress.lagTimeSeconds} s`);
-  if (progress.totalEventsApplied !== null && progress.totalEventsApplied !== undefined) parts.push(`${progress.totalEventsApplied} events applied`);
+  if (progress.totalEventsApplied !== null && progress.totalEventsApplied !== undefined)
+    parts.push(`${progress.totalEventsApplied} events applied`);
   parts.push(`canCommit ${progress.canCommit}`);
   const warnings = (progress.warnings as string[] | null) ?? [];
   if (warnings.length > 0) parts.push(`warnings: ${warnings.join(' | ')}`);
@@ -82,11 +85,14 @@ export async function watchProgress(ferry: FerryProcess, done: (progress: Progre
     } catch (error) {
       // The API went away: most likely Ferry exited, which the check below explains.
       await new Promise((resolve) => setTimeout(resolve, 100));
-      if (exitCode === undefined) throw new SyncStoppedError(`Ferry's control API stopped answering while waiting for ${options.what}: ${(error as Error).message}`);
+      if (exitCode === undefined)
+        throw new SyncStoppedError(`Ferry's control API stopped answering while waiting for ${options.what}: ${(error as Error).message}`);
     }
     if (exitCode !== undefined) {
       const logged = lastLoggedError(ferry);
-      throw new SyncStoppedError(`Ferry exited (code ${exitCode}) while waiting for ${options.what}${logged ? `; it logged: ${logged}` : ''}`);
+      throw new SyncStoppedError(
+        `Ferry exited (code ${exitCode}) while waiting for ${options.what}${logged ? `; it logged: ${logged}` : ''}`,
+      );
     }
     options.onProgress?.(last!);
     if (done(last!)) return last!;
@@ -94,7 +100,9 @@ export async function watchProgress(ferry: FerryProcess, done: (progress: Progre
       throw new SyncStoppedError(`Ferry paused the sync while waiting for ${options.what}: ${describeProgress(last!)}`);
     }
     if (Date.now() > deadline) {
-      throw new SyncTimeoutError(`timed out after ${Math.round(options.timeoutMs / 1000)} s waiting for ${options.what}; last progress: ${describeProgress(last!)}`);
+      throw new SyncTimeoutError(
+        `timed out after ${Math.round(options.timeoutMs / 1000)} s waiting for ${options.what}; last progress: ${describeProgress(last!)}`,
+      );
     }
     await new Promise((resolve) => setTimeout(resolve, interval));
   }

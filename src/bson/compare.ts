@@ -186,9 +186,7 @@ function doubleToExact(value: number): Exact {
     exponent = biased - 1075;
   }
   if (high >>> 31) mantissa = -mantissa;
-  return exponent >= 0
-    ? { num: mantissa << BigInt(exponent), den: 1n }
-    : { num: mantissa, den: 1n << BigInt(-exponent) };
+  return exponent >= 0 ? { num: mantissa << BigInt(exponent), den: 1n } : { num: mantissa, den: 1n << BigInt(-exponent) };
 }
 
 function toExact(form: NumberForm): Exact {

@@ -214,10 +214,7 @@ function decodeValueUnchecked(buf: Uint8Array, element: RawElement): unknown {
       return null;
     case BsonType.regex: {
       const patternEnd = buf.indexOf(0, p);
-      return new BSONRegExp(
-        decodeUtf8(buf, p, patternEnd),
-        decodeUtf8(buf, patternEnd + 1, element.valueEnd - 1),
-      );
+      return new BSONRegExp(decodeUtf8(buf, p, patternEnd), decodeUtf8(buf, patternEnd + 1, element.valueEnd - 1));
     }
     case BsonType.code:
       return new Code(decodeUtf8(buf, p + 4, element.valueEnd - 1));

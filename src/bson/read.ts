@@ -78,9 +78,7 @@ export interface ChangeEventFields {
   readonly clusterTime?: Timestamp;
 }
 
-const EVENT_FIELDS = ['_id', 'operationType', 'ns', 'to', 'documentKey', 'clusterTime'].map(
-  encodeFieldName,
-);
+const EVENT_FIELDS = ['_id', 'operationType', 'ns', 'to', 'documentKey', 'clusterTime'].map(encodeFieldName);
 const NAMESPACE_FIELDS = ['db', 'coll'].map(encodeFieldName);
 
 function expectType(field: string, element: RawElement, type: number, expected: string): void {

@@ -56,17 +56,11 @@ export function readInt32LE(buf: Uint8Array, p: number): number {
  */
 export function documentEnd(buf: Uint8Array, offset = 0): number {
   if (!Number.isInteger(offset) || offset < 0 || offset + 5 > buf.length) {
-    throw new MalformedBsonError(
-      `a document needs at least 5 bytes, ${Math.max(0, buf.length - offset)} available`,
-      offset,
-    );
+    throw new MalformedBsonError(`a document needs at least 5 bytes, ${Math.max(0, buf.length - offset)} available`, offset);
   }
   const size = readInt32LE(buf, offset);
   if (size < 5 || size > buf.length - offset) {
-    throw new MalformedBsonError(
-      `document size ${size} does not fit the ${buf.length - offset} bytes available`,
-      offset,
-    );
+    throw new MalformedBsonError(`document size ${size} does not fit the ${buf.length - offset} bytes available`, offset);
   }
   const last = offset + size - 1;
   if (buf[last] !== 0) throw new MalformedBsonError('document does not end with a zero byte', last);
@@ -206,14 +200,8 @@ function walk(buf: Uint8Array, offset: number, visit: ElementVisitor): void {
  * Calls `visit` for each top-level element of the document at `offset`, in order, until it
  * returns `true` (stop) or the document ends.
  */
-export function forEachElement(
-  buf: Uint8Array,
-  visit: (element: RawElement) => boolean | void,
-  offset = 0,
-): void {
-  walk(buf, offset, (type, nameOffset, valueOffset, end) =>
-    visit({ type, nameOffset, valueOffset, valueEnd: end }) === true,
-  );
+export function forEachElement(buf: Uint8Array, visit: (element: RawElement) => boolean | void, offset = 0): void {
+  walk(buf, offset, (type, nameOffset, valueOffset, end) => visit({ type, nameOffset, valueOffset, valueEnd: end }) === true);
 }
 
 /**
@@ -235,14 +223,8 @@ export function findElement(buf: Uint8Array, name: FieldName, offset = 0): RawEl
  * The first top-level element of each of `names`, found in one pass (which stops as soon as all
  * are found); `undefined` where a name is absent. Result order follows `names`.
  */
-export function findElements(
-  buf: Uint8Array,
-  names: readonly FieldName[],
-  offset = 0,
-): (RawElement | undefined)[] {
-  const wanted = names.every((name) => typeof name !== 'string')
-    ? (names as readonly Uint8Array[])
-    : names.map(encodeFieldName);
+export function findElements(buf: Uint8Array, names: readonly FieldName[], offset = 0): (RawElement | undefined)[] {
+  const wanted = names.every((name) => typeof name !== 'string') ? (names as readonly Uint8Array[]) : names.map(encodeFieldName);
   const found: (RawElement | undefined)[] = new Array(names.length).fill(undefined);
   let missing = names.length;
   walk(buf, offset, (type, nameOffset, valueOffset, end) => {

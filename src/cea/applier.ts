@@ -173,12 +173,20 @@ export class ChangeEventApplier implements ChangeApplier {
     const recorded = await this.#checkpoints.read();
     this.#copyCompletedAt = recorded?.copyCompletedAt;
     if (recorded?.resumeToken !== undefined) {
-      this.#applied = { resumeToken: recorded.resumeToken, ...(recorded.appliedThrough === undefined ? {} : { time: recorded.appliedThrough }) };
+      this.#applied = {
+        resumeToken: recorded.resumeToken,
+        ...(recorded.appliedThrough === undefined ? {} : { time: recorded.appliedThrough }),
+      };
       this.#saved = this.#applied;
     }
     this.#lag.applied(recorded?.appliedThrough ?? context.resume.startAtOperationTime);
     const { settings } = context;
-    const pool = new ApplyPool({ sourceUri: context.sourceUri, destinationUri: context.destinationUri, instance: context.store.instance, lanes: settings.applyLanes });
+    const pool = new ApplyPool({
+      sourceUri: context.sourceUri,
+      destinationUri: context.destinationUri,
+      instance: context.store.instance,
+      lanes: settings.applyLanes,
+    });
     const lanes = new Lanes({
       lanes: settings.applyLanes,
       maxBatchEvents: settings.maxBatchEvents,
@@ -189,14 +197,23 @@ export class ChangeEventApplier implements ChangeApplier {
     this.#lanes = lanes;
     const reader = new ChangeStreamReader({
       source: context.source,
-      start: this.#applied !== undefined ? { startAfter: this.#applied.resumeToken } : { startAtOperationTime: context.resume.startAtOperationTime },
+      start:
+        this.#applied !== undefined
+          ? { startAfter: this.#applied.resumeToken }
+          : { startAtOperationTime: context.resume.startAtOperationTime },
       batchSize: settings.readBatchSize,
       maxAwaitMs: settings.maxAwaitMs,
       logger: context.logger,
     });
     context.logger.info(
-      { resumeAfter: describeTime(this.#applied?.time), startAt: this.#applied === undefined ? describeTime(context.resume.startAtOperationTime) : undefined, lanes: settings.applyLanes },
-      this.#applied === undefined ? 'Change-event application starting at the start time T0' : 'Change-event application resuming after its recorded position',
+      {
+        resumeAfter: describeTime(this.#applied?.time),
+        startAt: this.#applied === undefined ? describeTime(context.resume.startAtOperationTime) : undefined,
+        lanes: settings.applyLanes,
+      },
+      this.#applied === undefined
+        ? 'Change-event application starting at the start time T0'
+        : 'Change-event application resuming after its recorded position',
     );
     const timer = setInterval(() => void this.#checkpoint().catch(() => undefined), settings.checkpointIntervalMs);
     timer.unref();
@@ -236,16 +253,22 @@ export class ChangeEventApplier implements ChangeApplier {
       let previous: ChangeEventFields | undefined;
       // The stream position just before the current event (decoded only when a barrier needs it).
       const before = (): StreamPosition | undefined =>
-        previous === undefined ? start : { resumeToken: previous.resumeToken, ...(previous.clusterTime === undefined ? {} : { time: previous.clusterTime }) };
+        previous === undefined
+          ? start
+          : { resumeToken: previous.resumeToken, ...(previous.clusterTime === undefined ? {} : { time: previous.clusterTime }) };
       for (const bytes of batch.events) {
         const fields = readChangeEvent(bytes);
         await this.#route(bytes, fields, before, lanes);
         previous = fields;
       }
-      const candidate: Candidate = { seq: this.#seq, position: { resumeToken: batch.postBatchResumeToken, ...(batch.resumeTime === undefined ? {} : { time: batch.resumeTime }) } };
+      const candidate: Candidate = {
+        seq: this.#seq,
+        position: { resumeToken: batch.postBatchResumeToken, ...(batch.resumeTime === undefined ? {} : { time: batch.resumeTime }) },
+      };
       const last = batch.events.at(-1);
       const wallTime = last === undefined ? undefined : findElement(last, 'wallTime');
-      if (wallTime !== undefined && wallTime.type === BsonType.date) candidate.wallTimeMs = Number(new DataView(last!.buffer, last!.byteOffset + wallTime.valueOffset, 8).getBigInt64(0, true));
+      if (wallTime !== undefined && wallTime.type === BsonType.date)
+        candidate.wallTimeMs = Number(new DataView(last!.buffer, last!.byteOffset + wallTime.valueOffset, 8).getBigInt64(0, true));
       this.#candidates.push(candidate);
       this.#advance();
       this.#lag.caughtUp = batch.events.length === 0 && lanes.idle;
@@ -279,19 +302,28 @@ export class ChangeEventApplier implements ChangeApplier {
         ns !== undefined &&
         (type === 'dropDatabase'
           ? selector.selectsDatabase(ns.db)
-          : (ns.coll !== undefined && selector.selects(ns.db, ns.coll)) || (type === 'rename' && fields.to?.coll !== undefined && selector.selects(fields.to.db, fields.to.coll)));
+          : (ns.coll !== undefined && selector.selects(ns.db, ns.coll)) ||
+            (type === 'rename' && fields.to?.coll !== undefined && selector.selects(fields.to.db, fields.to.coll)));
       if (concerned) await this.#barrier(bytes, fields, before, lanes);
       return;
     }
     if (type === 'invalidate') throw new UnexpectedChangeEvent('the change stream was invalidated; a cluster-wide stream should never be');
     if (!this.#warnedTypes.has(type)) {
       this.#warnedTypes.add(type);
-      this.#context.logger.warn({ operationType: type }, `Change events of type ${type} are not applied (nothing on the destination depends on them)`);
+      this.#context.logger.warn(
+        { operationType: type },
+        `Change events of type ${type} are not applied (nothing on the destination depends on them)`,
+      );
     }
   }
 
   /** A DDL event: drain, record the position before it, (wait for the copy,) apply it, record after it. */
-  async #barrier(bytes: Uint8Array, fields: ChangeEventFields, positionBefore: () => StreamPosition | undefined, lanes: Lanes): Promise<void> {
+  async #barrier(
+    bytes: Uint8Array,
+    fields: ChangeEventFields,
+    positionBefore: () => StreamPosition | undefined,
+    lanes: Lanes,
+  ): Promise<void> {
     this.#lag.waitingDdl = fields.clusterTime;
     try {
       await lanes.drain();
@@ -299,14 +331,20 @@ export class ChangeEventApplier implements ChangeApplier {
       const before = positionBefore();
       if (before !== undefined) await this.#record(before);
       if (this.#copyCompletedAt === undefined && (await this.#touchesUnfinishedCopy(fields))) {
-        this.#context.logger.info({ operationType: fields.operationType, ns: fields.ns, to: fields.to }, 'A DDL event on a collection the initial copy has not finished waits for the copy');
+        this.#context.logger.info(
+          { operationType: fields.operationType, ns: fields.ns, to: fields.to },
+          'A DDL event on a collection the initial copy has not finished waits for the copy',
+        );
         await this.#until(() => this.#phase === 'copied');
         await this.#completeCopy(lanes);
       }
       const event = decodeDocument(bytes);
       // Older than the copy's completion (or the copy still runs): a rename may have raced it.
       const duringCopy = this.#copyCompletedAt === undefined || notAfter(fields.clusterTime, this.#copyCompletedAt);
-      this.#context.logger.info({ operationType: fields.operationType, ns: fields.ns, to: fields.to, duringCopy }, `Applying ${fields.operationType}`);
+      this.#context.logger.info(
+        { operationType: fields.operationType, ns: fields.ns, to: fields.to, duringCopy },
+        `Applying ${fields.operationType}`,
+      );
       await this.#ddl.apply(event, duringCopy);
       this.#eventsApplied++;
       await this.#record({ resumeToken: event._id as Document, ...(fields.clusterTime === undefined ? {} : { time: fields.clusterTime }) });
@@ -334,7 +372,9 @@ export class ChangeEventApplier implements ChangeApplier {
     this.#advance();
     const { source, destination, store, logger } = this.#context;
     await sweepTombstones(source, destination, store, logger);
-    const reply = await source.db('admin').command({ appendOplogNote: 1, data: { ferry: 'initial copy complete', instance: store.instance } });
+    const reply = await source
+      .db('admin')
+      .command({ appendOplogNote: 1, data: { ferry: 'initial copy complete', instance: store.instance } });
     const at = reply.operationTime as Timestamp;
     await this.#checkpoints.markCopyCompleted(at);
     this.#copyCompletedAt = at;

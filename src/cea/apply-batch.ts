@@ -58,13 +58,21 @@ export function readBatch(events: Uint8Array): CrudEvent[] {
   return parsed;
 }
 
-async function applyNamespace(writes: NamespaceWrites, resources: ApplyResources, recordDeletes: boolean): Promise<{ statements: number; lookedUp: number }> {
+async function applyNamespace(
+  writes: NamespaceWrites,
+  resources: ApplyResources,
+  recordDeletes: boolean,
+): Promise<{ statements: number; lookedUp: number }> {
   const db = resources.destination.db(writes.db);
-  const moved = writes.unresolved.length === 0 ? [] : await lookUpMovedDocuments(resources.source, writes.db, writes.coll, writes.unresolved);
+  const moved =
+    writes.unresolved.length === 0 ? [] : await lookUpMovedDocuments(resources.source, writes.db, writes.coll, writes.unresolved);
   const upserts = moved.length === 0 ? writes.upserts : [...writes.upserts, ...moved];
   if (recordDeletes && writes.deletedIds.length > 0) {
     const namespace = `${writes.db}.${writes.coll}`;
-    await recordTombstones(resources.destination, writes.deletedIds.map((id) => tombstoneDocument(resources.instance, namespace, id)));
+    await recordTombstones(
+      resources.destination,
+      writes.deletedIds.map((id) => tombstoneDocument(resources.instance, namespace, id)),
+    );
   }
   await Promise.all([
     upserts.length > 0 ? sendStatements(db, 'update', writes.coll, upserts) : undefined,

@@ -47,7 +47,11 @@ export class ApplyPool {
   #start(): Piscina<ApplyTask, ApplyOutcome> {
     const options = this.#options;
     const threads = Math.max(1, Math.min(options.lanes, availableParallelism()));
-    const workerData: ApplyWorkerData = { sourceUri: options.sourceUri, destinationUri: options.destinationUri, instance: options.instance };
+    const workerData: ApplyWorkerData = {
+      sourceUri: options.sourceUri,
+      destinationUri: options.destinationUri,
+      instance: options.instance,
+    };
     return new Piscina({
       filename: APPLY_WORKER_URL.href,
       minThreads: threads,

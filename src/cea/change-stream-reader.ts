@@ -60,14 +60,20 @@ function isResumable(error: unknown): boolean {
 }
 
 function isHistoryLost(error: unknown): boolean {
-  return (error as { code?: unknown } | null)?.code === HISTORY_LOST || (error as { codeName?: unknown } | null)?.codeName === 'ChangeStreamHistoryLost';
+  return (
+    (error as { code?: unknown } | null)?.code === HISTORY_LOST ||
+    (error as { codeName?: unknown } | null)?.codeName === 'ChangeStreamHistoryLost'
+  );
 }
 
 /** The newest of a reply's `operationTime` and `$clusterTime.clusterTime`. */
 function replyTime(reply: Document): Timestamp | undefined {
   const operationTime = reply.operationTime as Timestamp | undefined;
   const clusterTime = (reply.$clusterTime as { clusterTime?: Timestamp } | undefined)?.clusterTime;
-  return laterTime(operationTime?._bsontype === 'Timestamp' ? operationTime : undefined, clusterTime?._bsontype === 'Timestamp' ? clusterTime : undefined);
+  return laterTime(
+    operationTime?._bsontype === 'Timestamp' ? operationTime : undefined,
+    clusterTime?._bsontype === 'Timestamp' ? clusterTime : undefined,
+  );
 }
 
 export class ChangeStreamReader {
@@ -93,10 +99,16 @@ export class ChangeStreamReader {
         return batch;
       } catch (error) {
         if (isHistoryLost(error)) {
-          throw new ChangeStreamHistoryLost(`The source's change stream history was lost (${(error as Error).message}): ${HISTORY_LOST_ADVICE}`, { cause: error });
+          throw new ChangeStreamHistoryLost(
+            `The source's change stream history was lost (${(error as Error).message}): ${HISTORY_LOST_ADVICE}`,
+            { cause: error },
+          );
         }
         if (this.#closed || !isResumable(error) || attempt >= RESUME_ATTEMPTS) throw error;
-        this.#options.logger.warn({ err: error, attempt: attempt + 1 }, 'Change stream interrupted; reopening it after the last batch read');
+        this.#options.logger.warn(
+          { err: error, attempt: attempt + 1 },
+          'Change stream interrupted; reopening it after the last batch read',
+        );
         await this.#forget();
         await sleep(Math.min(FIRST_BACKOFF_MS * 2 ** attempt, 10_000));
       }
@@ -110,10 +122,17 @@ export class ChangeStreamReader {
       this.#cursorId === undefined
         ? {
             aggregate: 1,
-            pipeline: [{ $changeStream: { allChangesForCluster: true, showExpandedEvents: true, fullDocument: 'updateLookup', ...this.#start } }],
+            pipeline: [
+              { $changeStream: { allChangesForCluster: true, showExpandedEvents: true, fullDocument: 'updateLookup', ...this.#start } },
+            ],
             cursor: { batchSize: this.#options.batchSize },
           }
-        : { getMore: this.#cursorId, collection: this.#cursorCollection, batchSize: this.#options.batchSize, maxTimeMS: this.#options.maxAwaitMs };
+        : {
+            getMore: this.#cursorId,
+            collection: this.#cursorCollection,
+            batchSize: this.#options.batchSize,
+            maxTimeMS: this.#options.maxAwaitMs,
+          };
     const reply = await admin.command(command, { raw: true, session: this.#session });
     const cursor = reply.cursor as Uint8Array | undefined;
     if (!(cursor instanceof Uint8Array)) throw new Error(`${Object.keys(command)[0]} on the change stream replied without a cursor`);
@@ -137,7 +156,8 @@ export class ChangeStreamReader {
       array.valueOffset,
     );
     const tokenElement = findElement(cursor, 'postBatchResumeToken');
-    if (tokenElement === undefined || tokenElement.type !== BsonType.document) throw new Error('change stream reply has no postBatchResumeToken');
+    if (tokenElement === undefined || tokenElement.type !== BsonType.document)
+      throw new Error('change stream reply has no postBatchResumeToken');
     const postBatchResumeToken = decodeValue(cursor, tokenElement) as Document;
     const batch: ReaderBatch = { events, postBatchResumeToken };
     const resumeTime = tokenTime(postBatchResumeToken);

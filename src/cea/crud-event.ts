@@ -4,7 +4,15 @@
  * (as bytes, ready to be copied into a statement) and `fullDocument` (bytes, or null when an
  * update's looked-up document no longer existed). Nothing is deserialized.
  */
-import { BsonType, decodeValue, findElement, findElements, MissingBsonFieldError, UnexpectedBsonTypeError, type RawElement } from '../bson/index.js';
+import {
+  BsonType,
+  decodeValue,
+  findElement,
+  findElements,
+  MissingBsonFieldError,
+  UnexpectedBsonTypeError,
+  type RawElement,
+} from '../bson/index.js';
 import { encodeFieldName } from '../bson/scan.js';
 import { idKey } from './document-key.js';
 

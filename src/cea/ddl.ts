@@ -105,7 +105,12 @@ export class DdlApplier {
     const description = (event.operationDescription ?? {}) as Document;
     switch (operationType) {
       case 'create':
-        return this.#create(namespaceOfEvent(event, 'ns'), event.nsType === 'view' ? 'view' : 'collection', description, event.collectionUUID);
+        return this.#create(
+          namespaceOfEvent(event, 'ns'),
+          event.nsType === 'view' ? 'view' : 'collection',
+          description,
+          event.collectionUUID,
+        );
       case 'drop':
         return this.#drop(namespaceOfEvent(event, 'ns'));
       case 'dropDatabase':
@@ -115,7 +120,10 @@ export class DdlApplier {
       case 'createIndexes':
         return this.#createIndexes(namespaceOfEvent(event, 'ns'), (description.indexes ?? []) as Document[]);
       case 'dropIndexes':
-        return this.#dropIndexes(namespaceOfEvent(event, 'ns'), ((description.indexes ?? []) as Document[]).map((index) => String(index.name)));
+        return this.#dropIndexes(
+          namespaceOfEvent(event, 'ns'),
+          ((description.indexes ?? []) as Document[]).map((index) => String(index.name)),
+        );
       case 'modify':
         return this.#modify(namespaceOfEvent(event, 'ns'), description);
     }
@@ -127,7 +135,10 @@ export class DdlApplier {
   }
 
   async #recordFromSource(ns: Namespace): Promise<NamespaceRecord | undefined> {
-    const [entry] = await this.#context.source.db(ns.db).listCollections({ name: ns.coll }, { nameOnly: false, promoteValues: false }).toArray();
+    const [entry] = await this.#context.source
+      .db(ns.db)
+      .listCollections({ name: ns.coll }, { nameOnly: false, promoteValues: false })
+      .toArray();
     if (entry === undefined) return undefined;
     const type = entry.type === 'view' ? 'view' : 'collection';
     return this.#newRecord(ns, type, (entry as { options?: Document }).options ?? {}, (entry as { info?: { uuid?: unknown } }).info?.uuid);
@@ -156,7 +167,9 @@ export class DdlApplier {
   }
 
   async #drop(ns: Namespace): Promise<void> {
-    await ignoring([NAMESPACE_NOT_FOUND], () => this.#context.destination.db(ns.db).command({ drop: ns.coll, writeConcern: WRITE_CONCERN }));
+    await ignoring([NAMESPACE_NOT_FOUND], () =>
+      this.#context.destination.db(ns.db).command({ drop: ns.coll, writeConcern: WRITE_CONCERN }),
+    );
     await this.#context.records.remove(ns);
   }
 
@@ -171,15 +184,23 @@ export class DdlApplier {
     const fromSelected = selector.selects(from.db, from.coll);
     const toSelected = selector.selects(to.db, to.coll);
     if (fromSelected && !toSelected) {
-      logger.info({ from: namespaceOf(from), to: namespaceOf(to) }, `rename: ${namespaceOf(from)} left the sync's namespaces; dropped on the destination`);
+      logger.info(
+        { from: namespaceOf(from), to: namespaceOf(to) },
+        `rename: ${namespaceOf(from)} left the sync's namespaces; dropped on the destination`,
+      );
       return this.#drop(from);
     }
     if (!fromSelected) {
-      logger.info({ from: namespaceOf(from), to: namespaceOf(to) }, `rename: ${namespaceOf(to)} entered the sync's namespaces; reading it whole from the source`);
+      logger.info(
+        { from: namespaceOf(from), to: namespaceOf(to) },
+        `rename: ${namespaceOf(to)} entered the sync's namespaces; reading it whole from the source`,
+      );
       return resyncCollection(this.#context, to);
     }
     const renamed = await ignoring([NAMESPACE_NOT_FOUND], () =>
-      destination.db('admin').command({ renameCollection: namespaceOf(from), to: namespaceOf(to), dropTarget: true, writeConcern: WRITE_CONCERN }),
+      destination
+        .db('admin')
+        .command({ renameCollection: namespaceOf(from), to: namespaceOf(to), dropTarget: true, writeConcern: WRITE_CONCERN }),
     );
     const record = (await records.get(from)) ?? (await records.get(to));
     if (record !== undefined) await records.put({ ...record, db: to.db, coll: to.coll });
@@ -189,7 +210,10 @@ export class DdlApplier {
       return resyncCollection(this.#context, to);
     }
     if (duringCopy) {
-      logger.info({ from: namespaceOf(from), to: namespaceOf(to) }, `rename during the initial copy: reading ${namespaceOf(to)} whole from the source again`);
+      logger.info(
+        { from: namespaceOf(from), to: namespaceOf(to) },
+        `rename during the initial copy: reading ${namespaceOf(to)} whole from the source again`,
+      );
       await resyncCollection(this.#context, to);
     }
   }
@@ -222,10 +246,13 @@ export class DdlApplier {
   async #dropIndexes(ns: Namespace, names: readonly string[]): Promise<void> {
     const db = this.#context.destination.db(ns.db);
     for (const name of names) {
-      await ignoring([INDEX_NOT_FOUND, NAMESPACE_NOT_FOUND], () => db.command({ dropIndexes: ns.coll, index: name, writeConcern: WRITE_CONCERN }));
+      await ignoring([INDEX_NOT_FOUND, NAMESPACE_NOT_FOUND], () =>
+        db.command({ dropIndexes: ns.coll, index: name, writeConcern: WRITE_CONCERN }),
+      );
     }
     const record = await this.#context.records.get(ns);
-    if (record !== undefined) await this.#context.records.put({ ...record, indexes: record.indexes.filter((index) => !names.includes(index.name)) });
+    if (record !== undefined)
+      await this.#context.records.put({ ...record, indexes: record.indexes.filter((index) => !names.includes(index.name)) });
   }
 
   async #modify(ns: Namespace, description: Document): Promise<void> {
@@ -250,7 +277,11 @@ export class DdlApplier {
       const updated = this.#modifiedIndex(current, change, record);
       if (updated.temporary.expireAfterSeconds !== current.temporary.expireAfterSeconds) {
         // A plain index became a TTL index: it is one on the destination too, but nothing expires there before commit.
-        await db.command({ collMod: ns.coll, index: { name: current.name, expireAfterSeconds: TEMPORARY_TTL_SECONDS }, writeConcern: WRITE_CONCERN });
+        await db.command({
+          collMod: ns.coll,
+          index: { name: current.name, expireAfterSeconds: TEMPORARY_TTL_SECONDS },
+          writeConcern: WRITE_CONCERN,
+        });
       }
       indexes = indexes.map((index) => (index.name === current.name ? updated : index));
     }

@@ -49,7 +49,11 @@ interface ServerWriteError {
 }
 
 /** Splits statements into command-sized chunks (a statement larger than the limit travels alone). */
-export function chunkStatements(statements: readonly Uint8Array[], maxBytes = MAX_COMMAND_BYTES, maxCount = MAX_STATEMENTS): Uint8Array[][] {
+export function chunkStatements(
+  statements: readonly Uint8Array[],
+  maxBytes = MAX_COMMAND_BYTES,
+  maxCount = MAX_STATEMENTS,
+): Uint8Array[][] {
   const chunks: Uint8Array[][] = [];
   let current: Uint8Array[] = [];
   let bytes = 0;

@@ -58,7 +58,9 @@ function valueKey(buf: Uint8Array, element: RawElement): string {
     case BsonType.int32:
       return `n${readInt32LE(buf, p)}`;
     case BsonType.int64:
-      return `n${Buffer.from(buf.buffer, buf.byteOffset + p, 8).readBigInt64LE(0).toString()}`;
+      return `n${Buffer.from(buf.buffer, buf.byteOffset + p, 8)
+        .readBigInt64LE(0)
+        .toString()}`;
     case BsonType.double:
       float64Bytes.set(buf.subarray(p, p + 8));
       return `n${numberText(float64[0]!)}`;

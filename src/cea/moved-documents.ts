@@ -56,7 +56,12 @@ function idElementOf(document: Uint8Array): Uint8Array {
  * the events name (by UUID) still holds, under its current name in `db`; the rest are gone from
  * it (see the module comment).
  */
-export async function lookUpMovedDocuments(source: MongoClient, db: string, coll: string, unresolved: readonly UnresolvedUpdate[]): Promise<Uint8Array[]> {
+export async function lookUpMovedDocuments(
+  source: MongoClient,
+  db: string,
+  coll: string,
+  unresolved: readonly UnresolvedUpdate[],
+): Promise<Uint8Array[]> {
   const byUuid = new Map<string, UnresolvedUpdate[]>();
   for (const update of unresolved) {
     const uuid = uuidHex(update.collectionUUID);
@@ -64,11 +69,16 @@ export async function lookUpMovedDocuments(source: MongoClient, db: string, coll
     byUuid.set(uuid, [...(byUuid.get(uuid) ?? []), update]);
   }
   if (byUuid.size === 0) return [];
-  const entries = (await source.db(db).listCollections({}, { nameOnly: false, ...TYPE_FAITHFUL }).toArray()) as CollectionEntry[];
-  const nameOf = new Map(entries.flatMap((entry) => {
-    const uuid = uuidHex(entry.info?.uuid);
-    return uuid === undefined ? [] : [[uuid, entry.name] as const];
-  }));
+  const entries = (await source
+    .db(db)
+    .listCollections({}, { nameOnly: false, ...TYPE_FAITHFUL })
+    .toArray()) as CollectionEntry[];
+  const nameOf = new Map(
+    entries.flatMap((entry) => {
+      const uuid = uuidHex(entry.info?.uuid);
+      return uuid === undefined ? [] : [[uuid, entry.name] as const];
+    }),
+  );
   const statements: Uint8Array[] = [];
   for (const [uuid, updates] of byUuid) {
     const current = nameOf.get(uuid);
@@ -83,4 +93,3 @@ export async function lookUpMovedDocuments(source: MongoClient, db: string, coll
   }
   return statements;
 }
-

@@ -66,7 +66,9 @@ async function sourceRecord(context: DdlContext, ns: Namespace): Promise<Namespa
 
 /** `_id`s of a collection in index order. */
 function ids(collection: Collection): AsyncIterator<Document> {
-  return collection.find({}, { projection: { _id: 1 }, sort: { _id: 1 }, hint: { _id: 1 }, batchSize: BATCH_DOCUMENTS, ...TYPE_FAITHFUL })[Symbol.asyncIterator]();
+  return collection
+    .find({}, { projection: { _id: 1 }, sort: { _id: 1 }, hint: { _id: 1 }, batchSize: BATCH_DOCUMENTS, ...TYPE_FAITHFUL })
+    [Symbol.asyncIterator]();
 }
 
 /** Deletes from `destination` every document whose `_id` `source` does not hold. */
@@ -143,7 +145,10 @@ export async function resyncCollection(context: DdlContext, ns: Namespace): Prom
     const source = context.source.db(ns.db).collection(ns.coll);
     const deleted = await deleteMissing(source, destinationDb.collection(ns.coll));
     const written = await writeAll(source, destinationDb, ns.coll);
-    logger.info({ ns: namespaceOf(ns), written, deleted }, `${namespaceOf(ns)} read again whole from the source: ${written} document(s) written, ${deleted} removed`);
+    logger.info(
+      { ns: namespaceOf(ns), written, deleted },
+      `${namespaceOf(ns)} read again whole from the source: ${written} document(s) written, ${deleted} removed`,
+    );
   }
   await records.put(record);
 }

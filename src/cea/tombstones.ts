@@ -56,7 +56,8 @@ export async function recordTombstones(destination: MongoClient, tombstones: rea
   });
   const refused = ((reply.writeErrors ?? []) as { code: number; errmsg?: string }[]).find((error) => error.code !== DUPLICATE_KEY);
   if (refused !== undefined) throw new Error(`recording tombstones failed: code ${refused.code}: ${refused.errmsg ?? ''}`);
-  if (reply.writeConcernError !== undefined) throw new Error(`recording tombstones: write concern not satisfied: ${reply.writeConcernError.errmsg ?? ''}`);
+  if (reply.writeConcernError !== undefined)
+    throw new Error(`recording tombstones: write concern not satisfied: ${reply.writeConcernError.errmsg ?? ''}`);
 }
 
 interface TombstoneDocument {
@@ -82,7 +83,12 @@ const SIMPLE_COLLATION = { locale: 'simple' };
  * The sweep (see the module comment). Call only with every lane drained and the copy complete.
  * Returns how many documents it deleted on the destination.
  */
-export async function sweepTombstones(source: MongoClient, destination: MongoClient, store: MetadataStore, logger: Logger): Promise<number> {
+export async function sweepTombstones(
+  source: MongoClient,
+  destination: MongoClient,
+  store: MetadataStore,
+  logger: Logger,
+): Promise<number> {
   const collection = store.collection<TombstoneDocument>('tombstones');
   const tombstones = (await collection.find({ instance: store.instance }, TYPE_FAITHFUL_READ).toArray()) as TombstoneDocument[];
   const byNamespace = new Map<string, unknown[]>();
@@ -112,7 +118,10 @@ export async function sweepTombstones(source: MongoClient, destination: MongoCli
   }
   await collection.deleteMany({ instance: store.instance });
   if (tombstones.length > 0) {
-    logger.info({ tombstones: tombstones.length, deleted }, `Initial copy complete: ${tombstones.length} delete(s) applied during the copy checked again, ${deleted} document(s) the copy had written back removed`);
+    logger.info(
+      { tombstones: tombstones.length, deleted },
+      `Initial copy complete: ${tombstones.length} delete(s) applied during the copy checked again, ${deleted} document(s) the copy had written back removed`,
+    );
   }
   return deleted;
 }

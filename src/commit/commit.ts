@@ -86,7 +86,10 @@ export class CommitProcess {
       // The commit did not begin (the sync stays RUNNING): the application may write to the source again.
       if (blockSource) {
         await setUserWriteBlocking(source, false).catch((unblockError: unknown) =>
-          logger.error({ err: unblockError }, 'Commit did not begin, and user writes on the source could not be unblocked: run setUserWriteBlockMode {global: false} on it'),
+          logger.error(
+            { err: unblockError },
+            'Commit did not begin, and user writes on the source could not be unblocked: run setUserWriteBlockMode {global: false} on it',
+          ),
         );
       }
       throw error;

@@ -104,12 +104,19 @@ async function listIndexes(client: MongoClient, ns: { db: string; coll: string }
 }
 
 async function collectionOptions(client: MongoClient, ns: { db: string; coll: string }): Promise<Document | undefined> {
-  const [entry] = await client.db(ns.db).listCollections({ name: ns.coll }, { nameOnly: false, ...TYPE_FAITHFUL }).toArray();
+  const [entry] = await client
+    .db(ns.db)
+    .listCollections({ name: ns.coll }, { nameOnly: false, ...TYPE_FAITHFUL })
+    .toArray();
   return (entry as { options?: Document } | undefined)?.options;
 }
 
 /** Every step the collections of `records` still need (see the module comment). */
-export async function planRestore(source: MongoClient, destination: MongoClient, records: readonly NamespaceRecord[]): Promise<RestoreStep[]> {
+export async function planRestore(
+  source: MongoClient,
+  destination: MongoClient,
+  records: readonly NamespaceRecord[],
+): Promise<RestoreStep[]> {
   const steps: RestoreStep[] = [];
   for (const record of records.filter((r) => r.type === 'collection')) {
     const ns = { db: record.db, coll: record.coll };
@@ -137,7 +144,8 @@ export async function runRestore(destination: MongoClient, steps: readonly Resto
   const failures: RestoreFailure[] = [];
   for (const step of steps) {
     // A unique conversion cannot run once its prepareUnique failed.
-    if (step.what === 'unique' && failures.some((f) => f.step.index === step.index && namespaceOf(f.step.ns) === namespaceOf(step.ns))) continue;
+    if (step.what === 'unique' && failures.some((f) => f.step.index === step.index && namespaceOf(f.step.ns) === namespaceOf(step.ns)))
+      continue;
     try {
       await destination.db(step.ns.db).command({ collMod: step.ns.coll, ...step.change, writeConcern: WRITE_CONCERN });
     } catch (error) {

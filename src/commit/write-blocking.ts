@@ -41,6 +41,8 @@ export async function missingWriteBlockingPrivileges(client: MongoClient): Promi
   const status = await client.db('admin').command({ connectionStatus: 1, showPrivileges: true });
   const info = (status.authInfo ?? {}) as { authenticatedUsers?: unknown[]; authenticatedUserPrivileges?: Privilege[] };
   if ((info.authenticatedUsers ?? []).length === 0) return [];
-  const clusterActions = new Set((info.authenticatedUserPrivileges ?? []).filter((p) => p.resource?.cluster === true).flatMap((p) => p.actions ?? []));
+  const clusterActions = new Set(
+    (info.authenticatedUserPrivileges ?? []).filter((p) => p.resource?.cluster === true).flatMap((p) => p.actions ?? []),
+  );
   return ['bypassWriteBlockingMode', 'setUserWriteBlockMode'].filter((action) => !clusterActions.has(action));
 }

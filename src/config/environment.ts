@@ -9,7 +9,9 @@ export function wholeNumberVariable(env: NodeJS.ProcessEnv, name: string, fallba
   if (raw === undefined || raw === '') return fallback;
   const value = Number(raw);
   if (!Number.isInteger(value) || value < minimum) {
-    throw new RangeError(`${name} must be a whole number of ${unit}${minimum > 0 ? ` of at least ${minimum}` : ''}, got ${JSON.stringify(raw)}`);
+    throw new RangeError(
+      `${name} must be a whole number of ${unit}${minimum > 0 ? ` of at least ${minimum}` : ''}, got ${JSON.stringify(raw)}`,
+    );
   }
   return value;
 }

@@ -51,10 +51,7 @@ export const SERVER_LIMITS = Object.freeze({
  * The batch limits for a `batchBytes` setting on a server with the given limits: never more than
  * one message can carry, never more documents than one write command accepts.
  */
-export function batchLimits(
-  batchBytes: number,
-  server: { maxMessageSizeBytes?: number; maxWriteBatchSize?: number } = {},
-): BatchLimits {
+export function batchLimits(batchBytes: number, server: { maxMessageSizeBytes?: number; maxWriteBatchSize?: number } = {}): BatchLimits {
   const messageBytes = (server.maxMessageSizeBytes ?? SERVER_LIMITS.maxMessageSizeBytes) - MESSAGE_OVERHEAD_BYTES;
   return {
     maxBytes: Math.max(1, Math.min(batchBytes, messageBytes)),
@@ -111,7 +108,12 @@ export class Batcher {
   flush(): RawBatch | undefined {
     if (this.#count === 0 || this.#buffer === undefined) return undefined;
     const buffer = this.#buffer;
-    const batch = { bytes: buffer.subarray(SECTION_ROOM_BYTES, SECTION_ROOM_BYTES + this.#used), count: this.#count, lastStart: this.#lastStart, buffer };
+    const batch = {
+      bytes: buffer.subarray(SECTION_ROOM_BYTES, SECTION_ROOM_BYTES + this.#used),
+      count: this.#count,
+      lastStart: this.#lastStart,
+      buffer,
+    };
     this.#buffer = undefined;
     this.#used = 0;
     this.#count = 0;

@@ -52,7 +52,10 @@ export interface CopySettings {
  * One partition to copy, as the scheduler hands it to a worker (plain data: it crosses threads):
  * its row (bounds and checkpoint packed, totals at the checkpoint) and how to copy it.
  */
-export interface PartitionTask extends Pick<PartitionRow, 'key' | 'db' | 'coll' | 'order' | 'min' | 'max' | 'lastId' | 'copiedDocs' | 'copiedBytes'> {
+export interface PartitionTask extends Pick<
+  PartitionRow,
+  'key' | 'db' | 'coll' | 'order' | 'min' | 'max' | 'lastId' | 'copiedDocs' | 'copiedBytes'
+> {
   /** The collection's average document size, to size read batches. */
   averageDocumentBytes: number;
   settings: CopySettings;

@@ -57,10 +57,9 @@ export class CopyScheduler {
         try {
           await this.#copy(row);
         } catch (error) {
-          failure ??= new PartitionCopyFailed(
-            `copying partition ${row.key.index} of ${row.key.ns} failed: ${(error as Error).message}`,
-            { cause: error },
-          );
+          failure ??= new PartitionCopyFailed(`copying partition ${row.key.index} of ${row.key.ns} failed: ${(error as Error).message}`, {
+            cause: error,
+          });
           this.stop();
         }
       }
@@ -92,7 +91,10 @@ export class CopyScheduler {
     histograms.recordSamples(samples);
     if (outcome.writePath !== this.#options.settings.writePath && this.#warnedPath === undefined) {
       this.#warnedPath = outcome.writePath;
-      logger.warn({ wanted: this.#options.settings.writePath, used: outcome.writePath }, 'The raw write path is not available with this driver; documents are decoded and re-encoded');
+      logger.warn(
+        { wanted: this.#options.settings.writePath, used: outcome.writePath },
+        'The raw write path is not available with this driver; documents are decoded and re-encoded',
+      );
     }
     if (outcome.status === 'stopped') return;
     const position: { lastId?: string; copiedDocs: number; copiedBytes: number } = {

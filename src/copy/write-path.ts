@@ -214,7 +214,9 @@ class DecodingBatchWriter implements BatchWriter {
   }
 
   async write(batch: RawBatch): Promise<WriteOutcome> {
-    const decoded = documentStarts(batch).map((start) => deserialize(batch.bytes.subarray(start), { ...DECODE_OPTIONS, allowObjectSmallerThanBufferSize: true }));
+    const decoded = documentStarts(batch).map((start) =>
+      deserialize(batch.bytes.subarray(start), { ...DECODE_OPTIONS, allowObjectSmallerThanBufferSize: true }),
+    );
     try {
       const result = await this.#collection.insertMany(decoded, {
         ordered: false,

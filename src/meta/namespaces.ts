@@ -154,7 +154,11 @@ export class NamespaceRecords extends InstanceCollection<NamespaceDocument> {
   }
 
   /** Records a step as done, with extra fields (e.g. sizes found when partitioning). */
-  async markDone(record: { db: string; coll: string }, step: NamespaceStep, extra: Partial<Pick<NamespaceDocument, 'sourceCount' | 'sourceBytes'>> = {}): Promise<void> {
+  async markDone(
+    record: { db: string; coll: string },
+    step: NamespaceStep,
+    extra: Partial<Pick<NamespaceDocument, 'sourceCount' | 'sourceBytes'>> = {},
+  ): Promise<void> {
     await this.collection.updateOne(this.#key(record), { $set: { [step]: true, ...extra } });
   }
 }

@@ -134,9 +134,7 @@ export class PartitionTable extends InstanceCollection<PartitionDocument> {
 
   /** Partitions not yet done, in namespace then range order. */
   async unfinished(): Promise<PartitionRow[]> {
-    const docs = await this.collection
-      .find({ instance: this.instance, status: { $ne: 'done' } }, TYPE_FAITHFUL_READ)
-      .toArray();
+    const docs = await this.collection.find({ instance: this.instance, status: { $ne: 'done' } }, TYPE_FAITHFUL_READ).toArray();
     return docs.map((doc) => toRow(doc as PartitionDocument)).sort(byRange);
   }
 

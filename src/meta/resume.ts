@@ -80,10 +80,7 @@ export class ResumeStore extends InstanceCollection<ResumeDocument> {
   /** Enters a new phase, noting when. */
   async enterPhase(phase: SyncPhase): Promise<void> {
     const at = new Date();
-    await this.collection.updateOne(
-      { _id: this.instance },
-      { $set: { phase, updatedAt: at }, $push: { transitions: { phase, at } } },
-    );
+    await this.collection.updateOne({ _id: this.instance }, { $set: { phase, updatedAt: at }, $push: { transitions: { phase, at } } });
   }
 
   /** Records the state the API reports (and why, for a stop on an error). */

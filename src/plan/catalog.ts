@@ -33,15 +33,24 @@ interface CollectionEntry {
 /** Reads every selected namespace of the source, sorted by database then name. */
 export async function readSourceCatalog(client: MongoClient, selector: NamespaceSelector, logger: Logger): Promise<SourceNamespace[]> {
   const { databases } = await client.db('admin').command({ listDatabases: 1, nameOnly: true });
-  const names = (databases as { name: string }[]).map((d) => d.name).filter((db) => selector.selectsDatabase(db)).sort();
+  const names = (databases as { name: string }[])
+    .map((d) => d.name)
+    .filter((db) => selector.selectsDatabase(db))
+    .sort();
   const found: SourceNamespace[] = [];
   for (const db of names) {
-    const entries = (await client.db(db).listCollections({}, { nameOnly: false, ...TYPE_FAITHFUL_READ }).toArray()) as CollectionEntry[];
+    const entries = (await client
+      .db(db)
+      .listCollections({}, { nameOnly: false, ...TYPE_FAITHFUL_READ })
+      .toArray()) as CollectionEntry[];
     for (const entry of entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
       if (!selector.selects(db, entry.name)) continue;
       const type = entry.type ?? 'collection';
       if (type !== 'collection' && type !== 'view') {
-        logger.warn({ ns: `${db}.${entry.name}`, type }, `Namespace ${db}.${entry.name} is a ${type}, which Ferry does not sync; it is skipped`);
+        logger.warn(
+          { ns: `${db}.${entry.name}`, type },
+          `Namespace ${db}.${entry.name} is a ${type}, which Ferry does not sync; it is skipped`,
+        );
         continue;
       }
       const namespace: SourceNamespace = { db, coll: entry.name, type, options: entry.options ?? {}, indexes: [] };

@@ -107,9 +107,7 @@ export function compileRegexFilter(regex: RegexFilter, field: string): RegExp {
       if (!flags.includes(option)) flags += option;
     } else if (option === 'x') extended = true;
     else if (option !== 'u') {
-      throw new InvalidNamespaceFilterError(
-        `${field}.options has "${option}"; allowed options are i, m, s, x and u`,
-      );
+      throw new InvalidNamespaceFilterError(`${field}.options has "${option}"; allowed options are i, m, s, x and u`);
     }
   }
   try {
@@ -141,28 +139,19 @@ function compileFilter(entry: NamespaceFilter, field: string): CompiledFilter {
   }
   return {
     database: entry.database,
-    databaseRegex:
-      entry.databaseRegex && compileRegexFilter(entry.databaseRegex, `${field}.databaseRegex`),
+    databaseRegex: entry.databaseRegex && compileRegexFilter(entry.databaseRegex, `${field}.databaseRegex`),
     collections: entry.collections && new Set(entry.collections),
-    collectionsRegex:
-      entry.collectionsRegex && compileRegexFilter(entry.collectionsRegex, `${field}.collectionsRegex`),
+    collectionsRegex: entry.collectionsRegex && compileRegexFilter(entry.collectionsRegex, `${field}.collectionsRegex`),
     wholeDatabase: entry.collections === undefined && entry.collectionsRegex === undefined,
   };
 }
 
 function matchesDatabase(filter: CompiledFilter, db: string): boolean {
-  return (
-    (filter.database === undefined || filter.database === db) &&
-    (filter.databaseRegex === undefined || filter.databaseRegex.test(db))
-  );
+  return (filter.database === undefined || filter.database === db) && (filter.databaseRegex === undefined || filter.databaseRegex.test(db));
 }
 
 function matchesCollection(filter: CompiledFilter, coll: string): boolean {
-  return (
-    filter.wholeDatabase ||
-    filter.collections?.has(coll) === true ||
-    filter.collectionsRegex?.test(coll) === true
-  );
+  return filter.wholeDatabase || filter.collections?.has(coll) === true || filter.collectionsRegex?.test(coll) === true;
 }
 
 /**
@@ -170,10 +159,7 @@ function matchesCollection(filter: CompiledFilter, coll: string): boolean {
  * everything that is not reserved. Throws `InvalidNamespaceFilterError` for an entry without a
  * database or with a regular expression that does not compile.
  */
-export function createNamespaceSelector(
-  include?: readonly NamespaceFilter[],
-  exclude?: readonly NamespaceFilter[],
-): NamespaceSelector {
+export function createNamespaceSelector(include?: readonly NamespaceFilter[], exclude?: readonly NamespaceFilter[]): NamespaceSelector {
   const included = (include ?? []).map((entry, i) => compileFilter(entry, `includeNamespaces[${i}]`));
   const excluded = (exclude ?? []).map((entry, i) => compileFilter(entry, `excludeNamespaces[${i}]`));
   const includesAll = included.length === 0;

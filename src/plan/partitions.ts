@@ -126,16 +126,10 @@ function wholeCollection(order: PartitionPlan['order'], stats: CollectionStats):
  * holds a sampled document) and strictly increasing (so duplicates never make an empty or
  * overlapping range). Small collections, and samples too small to split, give one range.
  */
-export function planPartitions(
-  stats: CollectionStats,
-  sampledIds: readonly unknown[],
-  options: PartitionOptions,
-): PartitionPlan {
+export function planPartitions(stats: CollectionStats, sampledIds: readonly unknown[], options: PartitionOptions): PartitionPlan {
   const wanted = wantedPartitions(stats, options);
   if (stats.capped) return wholeCollection('natural', stats);
-  const usable = sampledIds.filter(
-    (id) => !isMinKey(id) && !isMaxKey(id) && !(stats.nonSimpleCollation && holdsString(id)),
-  );
+  const usable = sampledIds.filter((id) => !isMinKey(id) && !isMaxKey(id) && !(stats.nonSimpleCollation && holdsString(id)));
   if (wanted <= 1 || usable.length < 2) return wholeCollection('id', stats);
 
   const sorted = [...usable].sort(compareBsonValues);
@@ -206,11 +200,7 @@ export interface SampleOptions {
  * documents, projected to `_id`, read as raw BSON and decoded type-faithfully. Returns [] when one
  * partition is wanted (nothing to split). Uses documented aggregation stages only.
  */
-export async function sampleIds(
-  collection: DriverCollection,
-  partitions: number,
-  options: SampleOptions = {},
-): Promise<unknown[]> {
+export async function sampleIds(collection: DriverCollection, partitions: number, options: SampleOptions = {}): Promise<unknown[]> {
   if (partitions <= 1) return [];
   const size = Math.min(partitions * (options.oversampling ?? 10), options.maxSampleSize ?? 100_000);
   const cursor = collection.aggregate([{ $sample: { size } }, { $project: { _id: 1 } }], {

@@ -53,7 +53,12 @@ async function ask<T>(endpoint: ClusterEndpoint, what: string, run: () => Promis
 }
 
 /** The rules between the two kinds of cluster and the request (spec §4.1 rule 4, reference.md). */
-export function checkTopologies(request: StartRequest, source: Topology, destination: Topology, clusters: PreflightOptions['clusters']): void {
+export function checkTopologies(
+  request: StartRequest,
+  source: Topology,
+  destination: Topology,
+  clusters: PreflightOptions['clusters'],
+): void {
   const sourceName = describe(clusters[request.source]);
   const destinationName = describe(clusters[request.destination]);
   if (source === 'standalone') {
@@ -82,9 +87,7 @@ export function checkTopologies(request: StartRequest, source: Topology, destina
 /** Namespaces the request selects that already hold a document on the destination. */
 async function occupiedNamespaces(client: MongoClient, endpoint: ClusterEndpoint, request: StartRequest): Promise<string[]> {
   const selector = createNamespaceSelector(request.includeNamespaces, request.excludeNamespaces);
-  const { databases } = await ask(endpoint, 'listDatabases', () =>
-    client.db('admin').command({ listDatabases: 1, nameOnly: true }),
-  );
+  const { databases } = await ask(endpoint, 'listDatabases', () => client.db('admin').command({ listDatabases: 1, nameOnly: true }));
   const occupied: string[] = [];
   for (const { name: db } of databases as { name: string }[]) {
     if (!selector.selectsDatabase(db)) continue;
@@ -94,7 +97,10 @@ async function occupiedNamespaces(client: MongoClient, endpoint: ClusterEndpoint
     for (const { name: coll } of collections) {
       if (!selector.selects(db, coll)) continue;
       const found = await ask(endpoint, `find on ${db}.${coll}`, () =>
-        client.db(db).collection(coll).findOne({}, { projection: { _id: 1 } }),
+        client
+          .db(db)
+          .collection(coll)
+          .findOne({}, { projection: { _id: 1 } }),
       );
       if (found !== null) occupied.push(`${db}.${coll}`);
     }
@@ -114,10 +120,7 @@ export async function runPreflight(request: StartRequest, options: PreflightOpti
   try {
     const hello = (endpoint: ClusterEndpoint, client: MongoClient) =>
       ask(endpoint, 'hello', () => client.db('admin').command({ hello: 1 }));
-    const [sourceHello, destinationHello] = await Promise.all([
-      hello(source, sourceClient),
-      hello(destination, destinationClient),
-    ]);
+    const [sourceHello, destinationHello] = await Promise.all([hello(source, sourceClient), hello(destination, destinationClient)]);
     checkTopologies(request, topologyOf(sourceHello), topologyOf(destinationHello), options.clusters);
 
     const occupied = await occupiedNamespaces(destinationClient, destination, request);

@@ -21,7 +21,14 @@
  */
 import type { Timestamp } from 'bson';
 import { MongoServerError, type MongoClient } from 'mongodb';
-import { ClusterCommandFailed, ClusterUnreachable, FerryError, InsufficientPrivileges, InvalidStateTransition, NotImplemented } from '../api/errors.js';
+import {
+  ClusterCommandFailed,
+  ClusterUnreachable,
+  FerryError,
+  InsufficientPrivileges,
+  InvalidStateTransition,
+  NotImplemented,
+} from '../api/errors.js';
 import type { StartRequest } from '../api/start-request.js';
 import { CLUSTER_NAMES, type ClusterEndpoint, type ClusterName } from '../config/clusters.js';
 import type { Logger } from '../log/logger.js';
@@ -77,7 +84,6 @@ interface ActiveSync {
   committing?: Promise<void>;
 }
 
-
 function describe(endpoint: ClusterEndpoint): string {
   return `${endpoint.name} (${endpoint.address})`;
 }
@@ -86,7 +92,9 @@ function describe(endpoint: ClusterEndpoint): string {
 function asClusterError(endpoint: ClusterEndpoint, what: string, error: unknown): FerryError {
   if (error instanceof FerryError) return error;
   if (error instanceof MongoServerError) {
-    return new ClusterCommandFailed(`${describe(endpoint)} refused ${what}: ${error.codeName ?? error.code}: ${error.message}`, { cause: error });
+    return new ClusterCommandFailed(`${describe(endpoint)} refused ${what}: ${error.codeName ?? error.code}: ${error.message}`, {
+      cause: error,
+    });
   }
   return new ClusterUnreachable(`${describe(endpoint)} could not be reached for ${what}: ${(error as Error).message}`, { cause: error });
 }
@@ -98,10 +106,14 @@ function asClusterError(endpoint: ClusterEndpoint, what: string, error: unknown)
  */
 function refuseUnsupported(request: StartRequest): void {
   if ((request.sharding?.shardingEntries.length ?? 0) > 0) {
-    throw new NotImplemented('sharding collections on the destination (sharding.shardingEntries) is not implemented in this build of Ferry');
+    throw new NotImplemented(
+      'sharding collections on the destination (sharding.shardingEntries) is not implemented in this build of Ferry',
+    );
   }
   if (request.reversible) {
-    throw new NotImplemented('reversible syncs are not implemented in this build of Ferry (it cannot sync back from the destination); start with reversible false');
+    throw new NotImplemented(
+      'reversible syncs are not implemented in this build of Ferry (it cannot sync back from the destination); start with reversible false',
+    );
   }
 }
 
@@ -203,7 +215,10 @@ export class MigrationEngine implements SyncEngine {
     this.#sync = sync;
     this.#phase = doc.phase;
     await this.#loadFigures(sync);
-    this.#logger.info({ state: doc.state, phase: doc.phase, destination: chosen.cluster }, `Recovered a sync in state ${doc.state}, phase ${doc.phase}`);
+    this.#logger.info(
+      { state: doc.state, phase: doc.phase, destination: chosen.cluster },
+      `Recovered a sync in state ${doc.state}, phase ${doc.phase}`,
+    );
     if (doc.state === 'PAUSED' && doc.lastError !== undefined) {
       this.#recoveredFailure = `The sync stopped on an error before Ferry restarted and is paused: ${doc.lastError}. Fix the cause, then POST /api/v1/resume.`;
     }
@@ -288,7 +303,11 @@ export class MigrationEngine implements SyncEngine {
   }
 
   /** A change-event applier for `doc`'s sync, or undefined when none is plugged in. */
-  #applierFor(sync: ActiveSync, doc: ResumeDocument, selector = createNamespaceSelector(doc.request.includeNamespaces, doc.request.excludeNamespaces)): ChangeApplier | undefined {
+  #applierFor(
+    sync: ActiveSync,
+    doc: ResumeDocument,
+    selector = createNamespaceSelector(doc.request.includeNamespaces, doc.request.excludeNamespaces),
+  ): ChangeApplier | undefined {
     return this.#options.applier?.({
       source: sync.source,
       destination: sync.destination,
@@ -360,7 +379,8 @@ export class MigrationEngine implements SyncEngine {
   async #fail(sync: ActiveSync, error: Error): Promise<void> {
     if (this.#sync !== sync || sync.copy === undefined) return; // already stopping or stopped
     this.#logger.error({ err: error }, 'The sync failed');
-    if (error instanceof ChangeStreamHistoryLost) this.#applicationStopped = 'change event application stopped: the source change stream history was lost';
+    if (error instanceof ChangeStreamHistoryLost)
+      this.#applicationStopped = 'change event application stopped: the source change stream history was lost';
     sync.copy.stop();
     sync.copy = undefined;
     await this.#retireApplier(sync);
@@ -484,7 +504,9 @@ export class MigrationEngine implements SyncEngine {
     const copied = this.#phase === 'copied';
     const applies = this.#options.applier !== undefined;
     const snapshot: EngineSnapshot = {
-      info: this.#applicationStopped ?? (!copied ? 'collection copy' : applies ? 'change event application' : 'copy complete; change event application not available'),
+      info:
+        this.#applicationStopped ??
+        (!copied ? 'collection copy' : applies ? 'change event application' : 'copy complete; change event application not available'),
       eventsApplied: this.#eventsAppliedBefore + (applier?.eventsApplied ?? 0),
       readyToCommit: copied && applier?.caughtUp === true,
       warnings: [

@@ -58,7 +58,10 @@ export function namespaceRecord(source: SourceNamespace, buildTime: IndexBuildTi
     type: source.type,
     sourceOptions: source.options,
     createOptions: plan.options,
-    indexes: source.type === 'collection' ? indexesToBuild(source.indexes, request.buildIndexes, source.options.collation as Document | undefined) : [],
+    indexes:
+      source.type === 'collection'
+        ? indexesToBuild(source.indexes, request.buildIndexes, source.options.collation as Document | undefined)
+        : [],
     indexBuildTime: buildTime,
     sourceCount: 0,
     sourceBytes: 0,
@@ -147,19 +150,26 @@ export class InitialCopy {
       await this.#namespaces.markDone(record, 'created');
     }
     // Measuring and sampling wait on the source: several collections at once.
-    await forEachBounded(records.filter((record) => !record.partitioned), PLANNING_PARALLELISM, async (record) => {
-      if (this.#stopping) return;
-      const collection = source.db(record.db).collection(record.coll);
-      const plan = await planCollectionCopy(collection, record.sourceOptions, settings.partitionBytes).catch((error: unknown) => {
-        if ((error as { code?: unknown }).code !== NAMESPACE_NOT_FOUND) throw error;
-        // Dropped or renamed since the catalog was read (after T0): nothing to copy; change-event application replays it.
-        logger.info({ ns: namespaceOf(record) }, `${namespaceOf(record)} is gone from the source since the catalog was read; nothing to copy`);
-        return { stats: { count: 0, size: 0 }, partitions: [] };
-      });
-      await this.#partitions.writePlan(record, plan.partitions);
-      await this.#namespaces.markDone(record, 'partitioned', { sourceCount: plan.stats.count, sourceBytes: plan.stats.size });
-      logger.debug({ ns: namespaceOf(record), partitions: plan.partitions.length, bytes: plan.stats.size }, 'Collection planned');
-    });
+    await forEachBounded(
+      records.filter((record) => !record.partitioned),
+      PLANNING_PARALLELISM,
+      async (record) => {
+        if (this.#stopping) return;
+        const collection = source.db(record.db).collection(record.coll);
+        const plan = await planCollectionCopy(collection, record.sourceOptions, settings.partitionBytes).catch((error: unknown) => {
+          if ((error as { code?: unknown }).code !== NAMESPACE_NOT_FOUND) throw error;
+          // Dropped or renamed since the catalog was read (after T0): nothing to copy; change-event application replays it.
+          logger.info(
+            { ns: namespaceOf(record) },
+            `${namespaceOf(record)} is gone from the source since the catalog was read; nothing to copy`,
+          );
+          return { stats: { count: 0, size: 0 }, partitions: [] };
+        });
+        await this.#partitions.writePlan(record, plan.partitions);
+        await this.#namespaces.markDone(record, 'partitioned', { sourceCount: plan.stats.count, sourceBytes: plan.stats.size });
+        logger.debug({ ns: namespaceOf(record), partitions: plan.partitions.length, bytes: plan.stats.size }, 'Collection planned');
+      },
+    );
     if (this.#stopping) return false;
     if (buildTime === 'beforeCopy') {
       this.#context.progress.countIndexes(records);

@@ -15,7 +15,9 @@ export async function captureStartTime(source: MongoClient, instance: string): P
   const reply = await source.db('admin').command({ appendOplogNote: 1, data: { ferry: 'sync start', instance } });
   const time = reply.operationTime as Timestamp | undefined;
   if (time?._bsontype !== 'Timestamp') {
-    throw new StartTimeUnavailable('the source did not report an operationTime for appendOplogNote; it must be a replica set or a sharded cluster');
+    throw new StartTimeUnavailable(
+      'the source did not report an operationTime for appendOplogNote; it must be a replica set or a sharded cluster',
+    );
   }
   return time;
 }

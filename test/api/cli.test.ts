@@ -90,10 +90,22 @@ describe('startup errors: one line, non-zero exit, nothing started', () => {
     ['missing --cluster1', ['--cluster0', URI0], /--cluster1 is required/],
     ['flag without its value', ['--cluster0', URI0, '--cluster1', URI1, '--port'], /option '--port <port>' argument missing/],
     ['stray argument', ['--cluster0', URI0, '--cluster1', URI1, 'extra'], /too many arguments/],
-    ['invalid URI (password not echoed)', ['--cluster0', 'mongodb://ferry:pw-zero-secret@h/?bogusOption=1', '--cluster1', URI1], /--cluster0 is not a valid MongoDB connection string: option bogusoption is not supported/],
-    ['out-of-range --loadLevel', ['--cluster0', URI0, '--cluster1', URI1, '--loadLevel', '9'], /--loadLevel must be an integer from 1 to 4, got "9"/],
+    [
+      'invalid URI (password not echoed)',
+      ['--cluster0', 'mongodb://ferry:pw-zero-secret@h/?bogusOption=1', '--cluster1', URI1],
+      /--cluster0 is not a valid MongoDB connection string: option bogusoption is not supported/,
+    ],
+    [
+      'out-of-range --loadLevel',
+      ['--cluster0', URI0, '--cluster1', URI1, '--loadLevel', '9'],
+      /--loadLevel must be an integer from 1 to 4, got "9"/,
+    ],
     ['unreadable config', ['--config', join(dir, 'nope.yaml')], /cannot read config file .*nope\.yaml: ENOENT/],
-    ['bad value in config', ['--config', (writeFileSync(join(dir, 'bad.yaml'), 'cluster0: x\ncluster1: y\nverbosity: LOUD\n'), join(dir, 'bad.yaml'))], /"verbosity" in .*bad\.yaml must be one of TRACE/],
+    [
+      'bad value in config',
+      ['--config', (writeFileSync(join(dir, 'bad.yaml'), 'cluster0: x\ncluster1: y\nverbosity: LOUD\n'), join(dir, 'bad.yaml'))],
+      /"verbosity" in .*bad\.yaml must be one of TRACE/,
+    ],
     ['unusable --logPath', ['--cluster0', URI0, '--cluster1', URI1, '--logPath', MAIN], /--logPath .* cannot be used/],
   ];
   for (const [what, args, message] of cases) {
@@ -120,7 +132,9 @@ describe('startup errors: one line, non-zero exit, nothing started', () => {
     const { port } = server.address() as { port: number };
     try {
       const result = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
-        const child = spawn(process.execPath, [MAIN, '--cluster0', URI0, '--cluster1', URI1, '--port', String(port)], { stdio: ['ignore', 'ignore', 'pipe'] });
+        const child = spawn(process.execPath, [MAIN, '--cluster0', URI0, '--cluster1', URI1, '--port', String(port)], {
+          stdio: ['ignore', 'ignore', 'pipe'],
+        });
         let stderr = '';
         child.stderr.on('data', (chunk) => (stderr += chunk));
         child.once('exit', (code) => resolve({ code, stderr }));

@@ -66,7 +66,12 @@ describe('malformed bodies on every POST endpoint', () => {
 
   for (const endpoint of ['pause', 'resume', 'commit', 'reverse']) {
     it(`${endpoint}: any field → 400 InvalidRequest (the body must be {})`, async () => {
-      await assertRefused(await raw(`/api/v1/${endpoint}`, '{"force": true}', 'application/json'), 400, 'InvalidRequest', /unknown field "force"/);
+      await assertRefused(
+        await raw(`/api/v1/${endpoint}`, '{"force": true}', 'application/json'),
+        400,
+        'InvalidRequest',
+        /unknown field "force"/,
+      );
     });
   }
 
@@ -82,7 +87,12 @@ describe('malformed bodies on every POST endpoint', () => {
 
 describe('content types', () => {
   it('accepts JSON sent as curl --data sends it (application/x-www-form-urlencoded), as mongosync does', async () => {
-    await assertRefused(await raw('/api/v1/commit', '{}', 'application/x-www-form-urlencoded'), 409, 'InvalidStateTransition', /commit is allowed only in state RUNNING/);
+    await assertRefused(
+      await raw('/api/v1/commit', '{}', 'application/x-www-form-urlencoded'),
+      409,
+      'InvalidStateTransition',
+      /commit is allowed only in state RUNNING/,
+    );
   });
   it('accepts JSON with no content type', async () => {
     await assertRefused(await raw('/api/v1/pause', '{}'), 409, 'InvalidStateTransition', /pause is allowed only/);

@@ -16,7 +16,6 @@ import { checkTopologies, runPreflight, topologyOf, type Topology } from '../../
 import { startClusterPair, type ClusterPair } from '../helpers/clusters.js';
 import { START_REQUEST as REQUEST } from './app.js';
 
-
 async function refusal(run: () => Promise<void> | void): Promise<FerryError> {
   try {
     await run();

@@ -8,8 +8,19 @@ import { STATES } from '../../src/state/states.js';
 import { INSTANCE_ID } from './app.js';
 
 const FIELDS = [
-  'state', 'canCommit', 'canWrite', 'info', 'lagTimeSeconds', 'lag', 'totalEventsApplied', 'collectionCopy',
-  'indexBuilding', 'directionMapping', 'mongosyncID', 'coordinatorID', 'warnings',
+  'state',
+  'canCommit',
+  'canWrite',
+  'info',
+  'lagTimeSeconds',
+  'lag',
+  'totalEventsApplied',
+  'collectionCopy',
+  'indexBuilding',
+  'directionMapping',
+  'mongosyncID',
+  'coordinatorID',
+  'warnings',
 ].sort();
 
 export function assertProgressRules(progress: Progress): void {

@@ -24,13 +24,29 @@ function weighted<T>(choices: [T, number][]): fc.Arbitrary<T> {
   return fc.oneof(...choices.map(([value, weight]) => ({ weight, arbitrary: fc.constant(value) })));
 }
 
-const INVALID_BODIES = [[], 'start', null, { source: 'cluster0' }, { source: 'cluster0', destination: 'cluster0' }, { ...VALID_START, x: 1 }];
+const INVALID_BODIES = [
+  [],
+  'start',
+  null,
+  { source: 'cluster0' },
+  { source: 'cluster0', destination: 'cluster0' },
+  { ...VALID_START, x: 1 },
+];
 
 const requestStep: fc.Arbitrary<Step> = fc
   .record({
-    command: weighted<Command>([['start', 2], ['pause', 1], ['resume', 2], ['commit', 3], ['reverse', 2]]),
+    command: weighted<Command>([
+      ['start', 2],
+      ['pause', 1],
+      ['resume', 2],
+      ['commit', 3],
+      ['reverse', 2],
+    ]),
     // Mostly valid bodies, so that sequences get deep into the table.
-    valid: weighted([[true, 4], [false, 1]]),
+    valid: weighted([
+      [true, 4],
+      [false, 1],
+    ]),
     reversible: fc.boolean(),
     invalidBody: fc.constantFrom(...INVALID_BODIES),
   })
@@ -44,17 +60,29 @@ const step: fc.Arbitrary<Step> = fc.oneof(
   { weight: 5, arbitrary: requestStep },
   {
     weight: 3,
-    arbitrary: weighted<EngineEvent['type']>([['commitCompleted', 3], ['reverseCompleted', 2], ['failed', 1]]).map((event) => ({
+    arbitrary: weighted<EngineEvent['type']>([
+      ['commitCompleted', 3],
+      ['reverseCompleted', 2],
+      ['failed', 1],
+    ]).map((event) => ({
       kind: 'event' as const,
       event,
     })),
   },
-  { weight: 1, arbitrary: fc.constantFrom<Command>('start', 'pause', 'resume', 'commit', 'reverse').map((command) => ({ kind: 'failNext' as const, command })) },
+  {
+    weight: 1,
+    arbitrary: fc
+      .constantFrom<Command>('start', 'pause', 'resume', 'commit', 'reverse')
+      .map((command) => ({ kind: 'failNext' as const, command })),
+  },
   {
     weight: 2,
     arbitrary: fc.record({
       kind: fc.constant('figures' as const),
-      ready: weighted([[true, 3], [false, 1]]),
+      ready: weighted([
+        [true, 3],
+        [false, 1],
+      ]),
       copied: fc.oneof(fc.nat(), fc.double({ min: -10, max: 1e12, noNaN: false })),
       total: fc.oneof(fc.nat(), fc.constant(0), fc.double({ min: -10, max: 1e12, noNaN: false })),
       lag: fc.option(fc.double({ min: 0, max: 1e5, noNaN: true }), { nil: undefined }),

@@ -159,7 +159,10 @@ describe('illegal transitions are refused and change nothing', () => {
         assert.equal(response.status, 409);
         assert.equal(response.body.success, false);
         assert.equal(response.body.error, 'InvalidStateTransition');
-        assert.match(response.body.errorDescription, new RegExp(`${command} is allowed only in state ${from}; the current state is ${state}`));
+        assert.match(
+          response.body.errorDescription,
+          new RegExp(`${command} is allowed only in state ${from}; the current state is ${state}`),
+        );
         assert.deepEqual(await t.progress(), before);
         assert.deepEqual(t.engine.calls, calls, 'the engine was not asked anything');
       });
@@ -273,6 +276,9 @@ describe('serialization', () => {
     const results = await Promise.all([first, second]);
     const errors = results.map((r) => r.body.error ?? 'ok').sort();
     assert.deepEqual(errors, ['InvalidStateTransition', 'ok']);
-    assert.deepEqual(t.engine.calls.filter((c) => c === 'start'), ['start']);
+    assert.deepEqual(
+      t.engine.calls.filter((c) => c === 'start'),
+      ['start'],
+    );
   });
 });

@@ -6,11 +6,39 @@ import { notPositive, readResult, resultsDir, runScript } from './run-script.js'
 describe('bench:cea', () => {
   it('applies a sustained load, drains a backlog, ramps, and writes cea.json', async () => {
     const out = resultsDir();
-    const args = ['--sizeMB', '1', '--seconds', '2', '--opsPerSecond', '200', '--backlogSeconds', '1', '--stepSeconds', '1', '--maxSteps', '2', '--rampFrom', '100', '--out', out];
+    const args = [
+      '--sizeMB',
+      '1',
+      '--seconds',
+      '2',
+      '--opsPerSecond',
+      '200',
+      '--backlogSeconds',
+      '1',
+      '--stepSeconds',
+      '1',
+      '--maxSteps',
+      '2',
+      '--rampFrom',
+      '100',
+      '--out',
+      out,
+    ];
     const run = await runScript('bench/cea.js', args);
     assert.equal(run.code, 0, `${run.stdout}\n${run.stderr}`);
     const result = readResult(out, 'cea');
-    assert.deepEqual(notPositive(result, ['eventsPerSecond', 'lagP50Seconds', 'lagP99Seconds', 'lagMaxSeconds', 'maxSustainedOpsPerSecond', 'backlogEvents', 'ferryPeakRssMB']), []);
+    assert.deepEqual(
+      notPositive(result, [
+        'eventsPerSecond',
+        'lagP50Seconds',
+        'lagP99Seconds',
+        'lagMaxSeconds',
+        'maxSustainedOpsPerSecond',
+        'backlogEvents',
+        'ferryPeakRssMB',
+      ]),
+      [],
+    );
     assert.ok(result.lagP50Seconds <= result.lagP99Seconds && result.lagP99Seconds <= result.lagMaxSeconds);
     assert.ok(result.sustained.appliedEventsPerSecond > 0, 'the workload’s events were applied');
     // Ferry's own histograms, read from its /metrics endpoint.

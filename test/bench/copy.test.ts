@@ -10,7 +10,16 @@ describe('bench:copy', () => {
     const run = await runScript('bench/copy.js', ['--sizeMB', '2', '--seed', '5', '--out', out]);
     assert.equal(run.code, 0, run.stderr);
     const result = readResult(out, 'copy');
-    const figures = ['sizeMB', 'ferryMBps', 'baselineMBps', 'ratio', 'ferryCpuSecondsPerGB', 'baselineCpuSecondsPerGB', 'ferryPeakRssMB', 'baselinePeakRssMB'];
+    const figures = [
+      'sizeMB',
+      'ferryMBps',
+      'baselineMBps',
+      'ratio',
+      'ferryCpuSecondsPerGB',
+      'baselineCpuSecondsPerGB',
+      'ferryPeakRssMB',
+      'baselinePeakRssMB',
+    ];
     assert.deepEqual(notPositive(result, [...figures, 'ferryDocumentsPerSecond', 'baselineDocumentsPerSecond', 'bytes', 'documents']), []);
     assert.equal(result.sizeMB, 2);
     // One run: the ratio is Ferry's throughput over the baseline's, measured side by side.

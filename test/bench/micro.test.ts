@@ -10,8 +10,12 @@ describe('bench:micro', () => {
     assert.equal(run.code, 0, run.stderr);
     const { cases } = readResult(out, 'micro');
     for (const topic of ['readId', 'batch assembly', 'event routing', 'hashing']) {
-      assert.ok(cases.some((c: { name: string }) => c.name.startsWith(topic)), `a case for ${topic}`);
+      assert.ok(
+        cases.some((c: { name: string }) => c.name.startsWith(topic)),
+        `a case for ${topic}`,
+      );
     }
-    for (const c of cases) assert.deepEqual(notPositive(c, ['nsPerItem', 'itemsPerSecond', 'MBps', 'itemsPerRun', 'bytesPerRun']), [], c.name);
+    for (const c of cases)
+      assert.deepEqual(notPositive(c, ['nsPerItem', 'itemsPerSecond', 'MBps', 'itemsPerRun', 'bytesPerRun']), [], c.name);
   });
 });

@@ -16,7 +16,10 @@ describe('bench:scale', () => {
     }
     assert.ok(result.points[1].bytes > result.points[0].bytes);
     assert.deepEqual(notPositive(result.ferryGrowth, ['data', 'time', 'cpu', 'peakRss']), []);
-    assert.deepEqual(result.ferryPeakRssMB, result.points.map((p: { ferry: { peakRssMB: number } }) => p.ferry.peakRssMB));
+    assert.deepEqual(
+      result.ferryPeakRssMB,
+      result.points.map((p: { ferry: { peakRssMB: number } }) => p.ferry.peakRssMB),
+    );
     assert.equal(typeof result.ferryMemoryFlat, 'boolean');
   });
 });

@@ -23,7 +23,8 @@ export class ServerCounters {
 
   /** Counts one command request the way mongod's opcounters do. */
   countCommand(name: string, body: Record<string, unknown>, sequences: Map<string, Buffer[]>): void {
-    const statements = (field: string) => sequences.get(field)?.length ?? (Array.isArray(body[field]) ? (body[field] as unknown[]).length : 0);
+    const statements = (field: string) =>
+      sequences.get(field)?.length ?? (Array.isArray(body[field]) ? (body[field] as unknown[]).length : 0);
     switch (name) {
       case 'insert':
         this.opcounters.insert += statements('documents');

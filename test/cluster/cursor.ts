@@ -132,7 +132,10 @@ export class CursorRegistry {
     const cursor = this.cursors.get(id.toString());
     if (!cursor) throw new ServerError('CursorNotFound', `cursor id ${id.toString()} not found`);
     if (cursor.ns !== ns) {
-      throw new ServerError('Unauthorized', `Requested getMore on namespace '${ns}', but cursor belongs to a different namespace ${cursor.ns}`);
+      throw new ServerError(
+        'Unauthorized',
+        `Requested getMore on namespace '${ns}', but cursor belongs to a different namespace ${cursor.ns}`,
+      );
     }
     return cursor;
   }

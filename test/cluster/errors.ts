@@ -95,9 +95,7 @@ export const ErrorCode = {
 
 export type ErrorCodeName = keyof typeof ErrorCode;
 
-const nameByCode = new Map<number, string>(
-  Object.entries(ErrorCode).map(([name, code]) => [code, name]),
-);
+const nameByCode = new Map<number, string>(Object.entries(ErrorCode).map(([name, code]) => [code, name]));
 
 /** The code name mongod reports for a code (`Location<code>` for codes without a name). */
 export function codeNameOf(code: number): string {
@@ -112,12 +110,7 @@ export class ServerError extends Error {
   /** Error labels such as `TransientTransactionError` or `NonResumableChangeStreamError`. */
   readonly labels: string[];
 
-  constructor(
-    codeName: ErrorCodeName | number,
-    message: string,
-    extra: Record<string, unknown> = {},
-    labels: string[] = [],
-  ) {
+  constructor(codeName: ErrorCodeName | number, message: string, extra: Record<string, unknown> = {}, labels: string[] = []) {
     super(message);
     this.name = 'ServerError';
     this.code = typeof codeName === 'number' ? codeName : ErrorCode[codeName];
@@ -147,8 +140,5 @@ export function badValue(message: string): ServerError {
 
 /** mongod's IDL-style type error: `BSON field 'find.limit' is the wrong type 'string', expected types '[long, int, decimal, double]'` */
 export function wrongType(field: string, actual: string, expected: string): ServerError {
-  return new ServerError(
-    'TypeMismatch',
-    `BSON field '${field}' is the wrong type '${actual}', expected type '${expected}'`,
-  );
+  return new ServerError('TypeMismatch', `BSON field '${field}' is the wrong type '${actual}', expected type '${expected}'`);
 }

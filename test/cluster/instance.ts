@@ -64,7 +64,13 @@ export class Instance {
    * Access control, when the cluster runs with users: throws Unauthorized if the connection may
    * not run `command` on `db`. Undefined = no access control (every client may do everything).
    */
-  authorize?: (connection: ConnectionInfo, command: string, db: string, body: Record<string, unknown>, sequences: Map<string, Buffer[]>) => void;
+  authorize?: (
+    connection: ConnectionInfo,
+    command: string,
+    db: string,
+    body: Record<string, unknown>,
+    sequences: Map<string, Buffer[]>,
+  ) => void;
   /**
    * Whether a connection holds `bypassWriteBlockingMode`. Undefined = no access control, where
    * mongod lets every client bypass write blocking (SERVER-67545).
@@ -98,7 +104,11 @@ export class Instance {
     };
     this.replSetName = this.options.replSetName;
     this.oplog = new Oplog(this.options.oplogSizeMB * 1024 * 1024);
-    seedSystemCollections(this.catalog, { replSetName: this.replSetName, oplogSizeBytes: this.options.oplogSizeMB * 1024 * 1024, startedAt: this.startedAt });
+    seedSystemCollections(this.catalog, {
+      replSetName: this.replSetName,
+      oplogSizeBytes: this.options.oplogSizeMB * 1024 * 1024,
+      startedAt: this.startedAt,
+    });
     // mongod writes an initial no-op when a replica set is initiated.
     this.noop({ msg: 'initiating set' });
   }
@@ -186,7 +196,11 @@ export class Instance {
       op: 'c',
       ns: `${db}.$cmd`,
       ui: collection.uuid,
-      o: { create: name, ...options, idIndex: { v: 2, key: { _id: 1 }, name: '_id_', ...(options.collation ? { collation: options.collation } : {}) } },
+      o: {
+        create: name,
+        ...options,
+        idIndex: { v: 2, key: { _id: 1 }, name: '_id_', ...(options.collation ? { collation: options.collation } : {}) },
+      },
       size: 128,
     });
     return collection;
@@ -201,7 +215,14 @@ export class Instance {
   insertDocument(ctx: OpContext, collection: Collection, raw: Buffer, id: unknown): DocEntry {
     this.assertWritable(ctx, collection.db);
     const { entry, evicted } = collection.insert(raw, id);
-    const insert: Omit<OplogEntry, 'ts' | 'wall'> = { op: 'i', ns: collection.ns, ui: collection.uuid, o: raw, o2: { _id: id }, size: raw.length };
+    const insert: Omit<OplogEntry, 'ts' | 'wall'> = {
+      op: 'i',
+      ns: collection.ns,
+      ui: collection.uuid,
+      o: raw,
+      o2: { _id: id },
+      size: raw.length,
+    };
     if (ctx.lsid && ctx.txnNumber !== undefined) Object.assign(insert, session(ctx));
     this.record(ctx, insert);
     for (const gone of evicted) this.recordDelete(ctx, collection, gone);
@@ -245,8 +266,14 @@ export class Instance {
 
   private recordDelete(ctx: OpContext, collection: Collection, entry: DocEntry): void {
     this.record(ctx, {
-      op: 'd', ns: collection.ns, ui: collection.uuid, o: { _id: entry.id }, o2: { _id: entry.id }, size: 64,
-      ...session(ctx), ...changeStreamImages(collection, entry.raw),
+      op: 'd',
+      ns: collection.ns,
+      ui: collection.uuid,
+      o: { _id: entry.id },
+      o2: { _id: entry.id },
+      size: 64,
+      ...session(ctx),
+      ...changeStreamImages(collection, entry.raw),
     });
   }
 }

@@ -13,19 +13,64 @@ import { compareValues, typeRank } from './bson-order.js';
 import { bsonTypeName } from './commands/args.js';
 
 const SUPPORTED = new Set([
-  'additionalItems', 'additionalProperties', 'allOf', 'anyOf', 'bsonType', 'dependencies', 'description',
-  'enum', 'exclusiveMaximum', 'exclusiveMinimum', 'items', 'maximum', 'maxItems', 'maxLength',
-  'maxProperties', 'minimum', 'minItems', 'minLength', 'minProperties', 'multipleOf', 'not', 'oneOf',
-  'pattern', 'patternProperties', 'properties', 'required', 'title', 'type', 'uniqueItems',
-  'encrypt', 'encryptMetadata',
+  'additionalItems',
+  'additionalProperties',
+  'allOf',
+  'anyOf',
+  'bsonType',
+  'dependencies',
+  'description',
+  'enum',
+  'exclusiveMaximum',
+  'exclusiveMinimum',
+  'items',
+  'maximum',
+  'maxItems',
+  'maxLength',
+  'maxProperties',
+  'minimum',
+  'minItems',
+  'minLength',
+  'minProperties',
+  'multipleOf',
+  'not',
+  'oneOf',
+  'pattern',
+  'patternProperties',
+  'properties',
+  'required',
+  'title',
+  'type',
+  'uniqueItems',
+  'encrypt',
+  'encryptMetadata',
 ]);
 const UNSUPPORTED = new Set(['$ref', '$schema', 'default', 'definitions', 'format', 'id']);
 
 const JSON_TYPES = new Set(['object', 'array', 'number', 'boolean', 'string', 'null']);
 const BSON_TYPES = new Set([
-  'double', 'string', 'object', 'array', 'binData', 'undefined', 'objectId', 'bool', 'date', 'null', 'regex',
-  'dbPointer', 'javascript', 'symbol', 'javascriptWithScope', 'int', 'timestamp', 'long', 'decimal', 'minKey',
-  'maxKey', 'number',
+  'double',
+  'string',
+  'object',
+  'array',
+  'binData',
+  'undefined',
+  'objectId',
+  'bool',
+  'date',
+  'null',
+  'regex',
+  'dbPointer',
+  'javascript',
+  'symbol',
+  'javascriptWithScope',
+  'int',
+  'timestamp',
+  'long',
+  'decimal',
+  'minKey',
+  'maxKey',
+  'number',
 ]);
 
 type Schema = Record<string, unknown>;
@@ -35,7 +80,13 @@ function parseError(message: string): ServerError {
 }
 
 function isDocument(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Date) && (!('_bsontype' in v) || (v as { _bsontype: string })._bsontype === 'DBRef');
+  return (
+    typeof v === 'object' &&
+    v !== null &&
+    !Array.isArray(v) &&
+    !(v instanceof Date) &&
+    (!('_bsontype' in v) || (v as { _bsontype: string })._bsontype === 'DBRef')
+  );
 }
 
 function asNumber(v: unknown): number | undefined {
@@ -58,9 +109,11 @@ export function checkSchema(schema: unknown, path = '$jsonSchema'): void {
       case 'bsonType': {
         const names = Array.isArray(value) ? value : [value];
         for (const name of names) {
-          if (typeof name !== 'string') throw new ServerError('TypeMismatch', `$jsonSchema keyword '${keyword}' must be either a string or an array of strings`);
+          if (typeof name !== 'string')
+            throw new ServerError('TypeMismatch', `$jsonSchema keyword '${keyword}' must be either a string or an array of strings`);
           if (keyword === 'type' && name === 'integer') throw parseError("$jsonSchema type 'integer' is not currently supported");
-          if (!(keyword === 'type' ? JSON_TYPES : BSON_TYPES).has(name)) throw new ServerError('BadValue', `Unknown type name alias: ${name}`);
+          if (!(keyword === 'type' ? JSON_TYPES : BSON_TYPES).has(name))
+            throw new ServerError('BadValue', `Unknown type name alias: ${name}`);
         }
         break;
       }
@@ -83,7 +136,8 @@ export function checkSchema(schema: unknown, path = '$jsonSchema'): void {
       case 'allOf':
       case 'anyOf':
       case 'oneOf':
-        if (!Array.isArray(value) || value.length === 0) throw new ServerError('BadValue', `$jsonSchema keyword '${keyword}' must be a non-empty array`);
+        if (!Array.isArray(value) || value.length === 0)
+          throw new ServerError('BadValue', `$jsonSchema keyword '${keyword}' must be a non-empty array`);
         value.forEach((s) => checkSchema(s, `${path}.${keyword}`));
         break;
       case 'required':
@@ -92,7 +146,8 @@ export function checkSchema(schema: unknown, path = '$jsonSchema'): void {
         }
         break;
       case 'enum':
-        if (!Array.isArray(value) || value.length === 0) throw new ServerError('BadValue', "$jsonSchema keyword 'enum' cannot be an empty array");
+        if (!Array.isArray(value) || value.length === 0)
+          throw new ServerError('BadValue', "$jsonSchema keyword 'enum' cannot be an empty array");
         break;
       case 'minimum':
       case 'maximum':
@@ -108,8 +163,14 @@ export function checkSchema(schema: unknown, path = '$jsonSchema'): void {
         break;
     }
   }
-  if ((schema.exclusiveMinimum !== undefined && schema.minimum === undefined) || (schema.exclusiveMaximum !== undefined && schema.maximum === undefined)) {
-    const [bound, exclusive] = schema.exclusiveMinimum !== undefined && schema.minimum === undefined ? ['minimum', 'exclusiveMinimum'] : ['maximum', 'exclusiveMaximum'];
+  if (
+    (schema.exclusiveMinimum !== undefined && schema.minimum === undefined) ||
+    (schema.exclusiveMaximum !== undefined && schema.maximum === undefined)
+  ) {
+    const [bound, exclusive] =
+      schema.exclusiveMinimum !== undefined && schema.minimum === undefined
+        ? ['minimum', 'exclusiveMinimum']
+        : ['maximum', 'exclusiveMaximum'];
     throw parseError(`$jsonSchema keyword '${bound}' must be present if ${exclusive} is present`);
   }
 }
@@ -143,7 +204,13 @@ function matchesTypeName(v: unknown, name: string, json: boolean): boolean {
 export type RuleFailure = Record<string, unknown>;
 
 function typeFailure(keyword: string, spec: unknown, v: unknown): RuleFailure {
-  return { operatorName: keyword, specifiedAs: { [keyword]: spec }, reason: 'type did not match', consideredValue: v, consideredType: bsonTypeOf(v) };
+  return {
+    operatorName: keyword,
+    specifiedAs: { [keyword]: spec },
+    reason: 'type did not match',
+    consideredValue: v,
+    consideredType: bsonTypeOf(v),
+  };
 }
 
 /**
@@ -176,7 +243,8 @@ export function evaluateSchema(schema: Schema, value: unknown): RuleFailure[] {
         for (const [property, sub] of Object.entries(spec as Record<string, Schema>)) {
           if (!(property in value)) continue;
           const details = evaluateSchema(sub, value[property]);
-          if (details.length > 0) notSatisfied.push({ propertyName: property, ...(sub.description ? { description: sub.description } : {}), details });
+          if (details.length > 0)
+            notSatisfied.push({ propertyName: property, ...(sub.description ? { description: sub.description } : {}), details });
         }
         if (notSatisfied.length > 0) failures.push({ operatorName: 'properties', propertiesNotSatisfied: notSatisfied });
         break;
@@ -187,10 +255,16 @@ export function evaluateSchema(schema: Schema, value: unknown): RuleFailure[] {
         const patterns = Object.keys((schema.patternProperties as object | undefined) ?? {}).map((p) => new RegExp(p, 'u'));
         const extra = Object.keys(value).filter((k) => !declared.has(k) && !patterns.some((re) => re.test(k)));
         if (spec === false) {
-          if (extra.length > 0) failures.push({ operatorName: 'additionalProperties', specifiedAs: { additionalProperties: false }, additionalProperties: extra });
+          if (extra.length > 0)
+            failures.push({
+              operatorName: 'additionalProperties',
+              specifiedAs: { additionalProperties: false },
+              additionalProperties: extra,
+            });
         } else if (typeof spec === 'object') {
           const bad = extra.filter((k) => evaluateSchema(spec as Schema, value[k]).length > 0);
-          if (bad.length > 0) failures.push({ operatorName: 'additionalProperties', specifiedAs: { additionalProperties: spec }, additionalProperties: bad });
+          if (bad.length > 0)
+            failures.push({ operatorName: 'additionalProperties', specifiedAs: { additionalProperties: spec }, additionalProperties: bad });
         }
         break;
       }
@@ -200,7 +274,10 @@ export function evaluateSchema(schema: Schema, value: unknown): RuleFailure[] {
           const re = new RegExp(pattern, 'u');
           for (const [k, v] of Object.entries(value)) {
             if (re.test(k) && evaluateSchema(sub, v).length > 0) {
-              failures.push({ operatorName: 'patternProperties', details: [{ propertyName: k, regexMatched: pattern, details: evaluateSchema(sub, v) }] });
+              failures.push({
+                operatorName: 'patternProperties',
+                details: [{ propertyName: k, regexMatched: pattern, details: evaluateSchema(sub, v) }],
+              });
             }
           }
         }
@@ -212,7 +289,12 @@ export function evaluateSchema(schema: Schema, value: unknown): RuleFailure[] {
         const count = Object.keys(value).length;
         const limit = asNumber(spec)!;
         if (keyword === 'minProperties' ? count < limit : count > limit) {
-          failures.push({ operatorName: keyword, specifiedAs: { [keyword]: spec }, reason: `specified number of properties was not satisfied`, numberOfProperties: count });
+          failures.push({
+            operatorName: keyword,
+            specifiedAs: { [keyword]: spec },
+            reason: `specified number of properties was not satisfied`,
+            numberOfProperties: count,
+          });
         }
         break;
       }
@@ -222,13 +304,20 @@ export function evaluateSchema(schema: Schema, value: unknown): RuleFailure[] {
         const limit = asNumber(spec)!;
         const exclusive = schema[keyword === 'minimum' ? 'exclusiveMinimum' : 'exclusiveMaximum'] === true;
         const ok = keyword === 'minimum' ? (exclusive ? n > limit : n >= limit) : exclusive ? n < limit : n <= limit;
-        if (!ok) failures.push({ operatorName: keyword, specifiedAs: { [keyword]: spec }, reason: 'comparison failed', consideredValue: value });
+        if (!ok)
+          failures.push({ operatorName: keyword, specifiedAs: { [keyword]: spec }, reason: 'comparison failed', consideredValue: value });
         break;
       }
       case 'multipleOf': {
         if (!isNumeric || n === undefined) break;
         const divisor = asNumber(spec)!;
-        if (n % divisor !== 0) failures.push({ operatorName: 'multipleOf', specifiedAs: { multipleOf: spec }, reason: 'considered value is not a multiple of the specified value', consideredValue: value });
+        if (n % divisor !== 0)
+          failures.push({
+            operatorName: 'multipleOf',
+            specifiedAs: { multipleOf: spec },
+            reason: 'considered value is not a multiple of the specified value',
+            consideredValue: value,
+          });
         break;
       }
       case 'minLength':
@@ -237,20 +326,35 @@ export function evaluateSchema(schema: Schema, value: unknown): RuleFailure[] {
         const length = [...value].length;
         const limit = asNumber(spec)!;
         if (keyword === 'minLength' ? length < limit : length > limit) {
-          failures.push({ operatorName: keyword, specifiedAs: { [keyword]: spec }, reason: 'specified string length was not satisfied', consideredValue: value });
+          failures.push({
+            operatorName: keyword,
+            specifiedAs: { [keyword]: spec },
+            reason: 'specified string length was not satisfied',
+            consideredValue: value,
+          });
         }
         break;
       }
       case 'pattern': {
         if (typeof value !== 'string') break;
         if (!new RegExp(spec as string, 'u').test(value)) {
-          failures.push({ operatorName: 'pattern', specifiedAs: { pattern: spec }, reason: 'regular expression did not match', consideredValue: value });
+          failures.push({
+            operatorName: 'pattern',
+            specifiedAs: { pattern: spec },
+            reason: 'regular expression did not match',
+            consideredValue: value,
+          });
         }
         break;
       }
       case 'enum': {
         if (!(spec as unknown[]).some((candidate) => typeRank(candidate) === typeRank(value) && compareValues(candidate, value) === 0)) {
-          failures.push({ operatorName: 'enum', specifiedAs: { enum: spec }, reason: 'value was not found in enum', consideredValue: value });
+          failures.push({
+            operatorName: 'enum',
+            specifiedAs: { enum: spec },
+            reason: 'value was not found in enum',
+            consideredValue: value,
+          });
         }
         break;
       }
@@ -259,32 +363,63 @@ export function evaluateSchema(schema: Schema, value: unknown): RuleFailure[] {
         if (!isArray) break;
         const limit = asNumber(spec)!;
         if (keyword === 'minItems' ? value.length < limit : value.length > limit) {
-          failures.push({ operatorName: keyword, specifiedAs: { [keyword]: spec }, reason: 'array did not match specified length', consideredValue: value });
+          failures.push({
+            operatorName: keyword,
+            specifiedAs: { [keyword]: spec },
+            reason: 'array did not match specified length',
+            consideredValue: value,
+          });
         }
         break;
       }
       case 'uniqueItems': {
         if (!isArray || spec !== true) break;
         const duplicate = value.find((v, i) => value.some((w, j) => j < i && compareValues(v, w) === 0));
-        if (duplicate !== undefined) failures.push({ operatorName: 'uniqueItems', specifiedAs: { uniqueItems: true }, reason: 'found a duplicate item', consideredValue: value, duplicatedValue: duplicate });
+        if (duplicate !== undefined)
+          failures.push({
+            operatorName: 'uniqueItems',
+            specifiedAs: { uniqueItems: true },
+            reason: 'found a duplicate item',
+            consideredValue: value,
+            duplicatedValue: duplicate,
+          });
         break;
       }
       case 'items': {
         if (!isArray) break;
         if (Array.isArray(spec)) {
-          const bad = (spec as Schema[]).map((s, i) => (i < value.length ? evaluateSchema(s, value[i]) : [])).findIndex((d) => d.length > 0);
-          if (bad >= 0) failures.push({ operatorName: 'items', details: [{ index: bad, details: evaluateSchema((spec as Schema[])[bad], value[bad]) }] });
+          const bad = (spec as Schema[])
+            .map((s, i) => (i < value.length ? evaluateSchema(s, value[i]) : []))
+            .findIndex((d) => d.length > 0);
+          if (bad >= 0)
+            failures.push({
+              operatorName: 'items',
+              details: [{ index: bad, details: evaluateSchema((spec as Schema[])[bad], value[bad]) }],
+            });
         } else {
           const bad = value.findIndex((v) => evaluateSchema(spec as Schema, v).length > 0);
-          if (bad >= 0) failures.push({ operatorName: 'items', reason: 'At least one item did not match the sub-schema', itemIndex: bad, details: evaluateSchema(spec as Schema, value[bad]) });
+          if (bad >= 0)
+            failures.push({
+              operatorName: 'items',
+              reason: 'At least one item did not match the sub-schema',
+              itemIndex: bad,
+              details: evaluateSchema(spec as Schema, value[bad]),
+            });
         }
         break;
       }
       case 'additionalItems': {
         if (!isArray || !Array.isArray(schema.items)) break;
         const extra = value.slice((schema.items as unknown[]).length);
-        const bad = spec === false ? extra.length > 0 : typeof spec === 'object' && extra.some((v) => evaluateSchema(spec as Schema, v).length > 0);
-        if (bad) failures.push({ operatorName: 'additionalItems', specifiedAs: { additionalItems: spec }, reason: 'found additional items', additionalItems: extra });
+        const bad =
+          spec === false ? extra.length > 0 : typeof spec === 'object' && extra.some((v) => evaluateSchema(spec as Schema, v).length > 0);
+        if (bad)
+          failures.push({
+            operatorName: 'additionalItems',
+            specifiedAs: { additionalItems: spec },
+            reason: 'found additional items',
+            additionalItems: extra,
+          });
         break;
       }
       case 'dependencies': {
@@ -293,30 +428,45 @@ export function evaluateSchema(schema: Schema, value: unknown): RuleFailure[] {
           if (!(property in value)) continue;
           if (Array.isArray(dependency)) {
             const missing = (dependency as string[]).filter((p) => !(p in value));
-            if (missing.length > 0) failures.push({ operatorName: 'dependencies', failingDependencies: [{ conditionalProperty: property, missingProperties: missing }] });
+            if (missing.length > 0)
+              failures.push({
+                operatorName: 'dependencies',
+                failingDependencies: [{ conditionalProperty: property, missingProperties: missing }],
+              });
           } else if (evaluateSchema(dependency as Schema, value).length > 0) {
-            failures.push({ operatorName: 'dependencies', failingDependencies: [{ conditionalProperty: property, details: evaluateSchema(dependency as Schema, value) }] });
+            failures.push({
+              operatorName: 'dependencies',
+              failingDependencies: [{ conditionalProperty: property, details: evaluateSchema(dependency as Schema, value) }],
+            });
           }
         }
         break;
       }
       case 'allOf': {
         const bad = (spec as Schema[]).map((s) => evaluateSchema(s, value)).filter((d) => d.length > 0);
-        if (bad.length > 0) failures.push({ operatorName: 'allOf', schemasNotSatisfied: bad.map((details, index) => ({ index, details })) });
+        if (bad.length > 0)
+          failures.push({ operatorName: 'allOf', schemasNotSatisfied: bad.map((details, index) => ({ index, details })) });
         break;
       }
       case 'anyOf': {
         const results = (spec as Schema[]).map((s) => evaluateSchema(s, value));
-        if (results.every((d) => d.length > 0)) failures.push({ operatorName: 'anyOf', schemasNotSatisfied: results.map((details, index) => ({ index, details })) });
+        if (results.every((d) => d.length > 0))
+          failures.push({ operatorName: 'anyOf', schemasNotSatisfied: results.map((details, index) => ({ index, details })) });
         break;
       }
       case 'oneOf': {
         const results = (spec as Schema[]).map((s) => evaluateSchema(s, value));
         const passing = results.filter((d) => d.length === 0).length;
         if (passing !== 1) {
-          failures.push(passing === 0
-            ? { operatorName: 'oneOf', schemasNotSatisfied: results.map((details, index) => ({ index, details })) }
-            : { operatorName: 'oneOf', reason: 'more than one subschema matched', matchingSchemaIndexes: results.flatMap((d, i) => (d.length === 0 ? [i] : [])) });
+          failures.push(
+            passing === 0
+              ? { operatorName: 'oneOf', schemasNotSatisfied: results.map((details, index) => ({ index, details })) }
+              : {
+                  operatorName: 'oneOf',
+                  reason: 'more than one subschema matched',
+                  matchingSchemaIndexes: results.flatMap((d, i) => (d.length === 0 ? [i] : [])),
+                },
+          );
         }
         break;
       }

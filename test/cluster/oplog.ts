@@ -135,7 +135,12 @@ export class Oplog {
    */
   readAfter(ts: Timestamp, txnOpIndex: number, limit: number): OplogEntry[] {
     let from = this.seek(ts, false);
-    while (from < this.entries.length && compareTimestamps(this.entries[from].ts, ts) === 0 && (this.entries[from].txnOpIndex ?? 0) <= txnOpIndex) from++;
+    while (
+      from < this.entries.length &&
+      compareTimestamps(this.entries[from].ts, ts) === 0 &&
+      (this.entries[from].txnOpIndex ?? 0) <= txnOpIndex
+    )
+      from++;
     return this.entries.slice(from, Math.min(this.entries.length, from + limit));
   }
 

@@ -43,7 +43,8 @@ export function valueSize(buf: Buffer, type: number, at: number): number {
       return 12;
     case 0x08: // bool
       return 1;
-    case 0x0b: { // regex: two C strings
+    case 0x0b: {
+      // regex: two C strings
       const first = buf.indexOf(0, at);
       return buf.indexOf(0, first + 1) + 1 - at;
     }
@@ -128,7 +129,7 @@ function decodeChosenFields(doc: Buffer, wanted: readonly Buffer[], options: BSO
   const chosen: number[] = [];
   let size = 5;
   const end = doc.readInt32LE(0) - 1;
-  for (let at = 4; at < end; ) {
+  for (let at = 4; at < end;) {
     const type = doc[at];
     const nameEnd = doc.indexOf(0, at + 1);
     const valueAt = nameEnd + 1;
@@ -160,7 +161,7 @@ function decodeChosenFields(doc: Buffer, wanted: readonly Buffer[], options: BSO
 export function pathMeetsArray(doc: Buffer, parts: readonly Buffer[], start = 0, depth = 0): boolean {
   const name = parts[depth]!;
   const end = start + doc.readInt32LE(start) - 1;
-  for (let at = start + 4; at < end; ) {
+  for (let at = start + 4; at < end;) {
     const type = doc[at]!;
     const nameEnd = doc.indexOf(0, at + 1);
     const valueAt = nameEnd + 1;
@@ -258,9 +259,7 @@ function encodeInto(parts: Buffer[], obj: Record<string, unknown> | unknown[]): 
   const lengthAt = parts.length;
   parts.push(Buffer.alloc(4));
   let size = 4;
-  const entries: [string, unknown][] = Array.isArray(obj)
-    ? obj.map((v, i) => [String(i), v])
-    : Object.entries(obj);
+  const entries: [string, unknown][] = Array.isArray(obj) ? obj.map((v, i) => [String(i), v]) : Object.entries(obj);
   for (const [key, value] of entries) {
     if (value === undefined) continue;
     if (value instanceof RawDoc) {

@@ -143,7 +143,10 @@ export class ClusterServer {
       const command = Object.keys(unwrapped)[0] ?? name;
       let reply: Record<string, unknown>;
       if (request.fullCollectionName.endsWith('.$cmd') && OP_QUERY_COMMANDS.has(command)) {
-        reply = await dispatch(this.instance, connection, request.queryRaw, new Map(), { ...unwrapped, $db: request.fullCollectionName.slice(0, -5) });
+        reply = await dispatch(this.instance, connection, request.queryRaw, new Map(), {
+          ...unwrapped,
+          $db: request.fullCollectionName.slice(0, -5),
+        });
       } else {
         reply = new ServerError(
           352,

@@ -38,9 +38,13 @@ function walk(filter: Filter, topLevel: boolean): void {
     const forbidden = FORBIDDEN.get(key);
     if (forbidden) throw new ServerError('QueryFeatureNotAllowed', forbidden);
     if (key.startsWith('$')) {
-      if (topLevel && !TOP_LEVEL.has(key)) throw new ServerError('BadValue', `unknown top level operator: ${key}. If you have a field name that starts with a '$' symbol, consider using $getField or $setField.`);
+      if (topLevel && !TOP_LEVEL.has(key))
+        throw new ServerError(
+          'BadValue',
+          `unknown top level operator: ${key}. If you have a field name that starts with a '$' symbol, consider using $getField or $setField.`,
+        );
       if (key === '$jsonSchema') checkSchema(value);
-      if ((key === '$and' || key === '$or' || key === '$nor')) {
+      if (key === '$and' || key === '$or' || key === '$nor') {
         if (!Array.isArray(value) || value.length === 0) throw new ServerError('BadValue', `${key} argument must be a non-empty array`);
         for (const clause of value) {
           if (!isPlainObject(clause)) throw new ServerError('BadValue', `${key} argument's entries must be objects`);
@@ -87,16 +91,32 @@ function considered(doc: Record<string, unknown>, path: string): { present: bool
 }
 
 const REASONS: Record<string, string> = {
-  $eq: 'comparison failed', $ne: 'comparison succeeded', $gt: 'comparison failed', $gte: 'comparison failed',
-  $lt: 'comparison failed', $lte: 'comparison failed', $in: 'no matching value found in array',
-  $nin: 'matching value found in array', $regex: 'regular expression did not match', $type: 'type did not match',
-  $size: 'array length was not equal to given size', $all: 'array did not contain all specified values',
+  $eq: 'comparison failed',
+  $ne: 'comparison succeeded',
+  $gt: 'comparison failed',
+  $gte: 'comparison failed',
+  $lt: 'comparison failed',
+  $lte: 'comparison failed',
+  $in: 'no matching value found in array',
+  $nin: 'matching value found in array',
+  $regex: 'regular expression did not match',
+  $type: 'type did not match',
+  $size: 'array length was not equal to given size',
+  $all: 'array did not contain all specified values',
   $mod: 'considered value is not a multiple of the specified value',
 };
 
 /** mongod's explanation of why one field clause `{path: condition}` failed. */
-function explainField(path: string, condition: unknown, doc: Record<string, unknown>, promotedDoc: Record<string, unknown>): Record<string, unknown> {
-  const operators = isPlainObject(condition) && Object.keys(condition).some((k) => k.startsWith('$')) ? Object.entries(condition) : [['$eq', condition] as [string, unknown]];
+function explainField(
+  path: string,
+  condition: unknown,
+  doc: Record<string, unknown>,
+  promotedDoc: Record<string, unknown>,
+): Record<string, unknown> {
+  const operators =
+    isPlainObject(condition) && Object.keys(condition).some((k) => k.startsWith('$'))
+      ? Object.entries(condition)
+      : [['$eq', condition] as [string, unknown]];
   const explainOne = (op: string, operand: unknown): Record<string, unknown> => {
     const specifiedAs = { [path]: op === '$eq' && operators.length === 1 && !isPlainObject(condition) ? operand : { [op]: operand } };
     const found = considered(doc, path);
@@ -104,7 +124,12 @@ function explainField(path: string, condition: unknown, doc: Record<string, unkn
       return { operatorName: '$exists', specifiedAs, reason: operand ? 'path does not exist' : 'path does exist' };
     }
     if (!found.present && op !== '$ne' && op !== '$nin') return { operatorName: op, specifiedAs, reason: 'field was missing' };
-    const detail: Record<string, unknown> = { operatorName: op, specifiedAs, reason: REASONS[op] ?? 'expression did not match', consideredValue: found.value };
+    const detail: Record<string, unknown> = {
+      operatorName: op,
+      specifiedAs,
+      reason: REASONS[op] ?? 'expression did not match',
+      consideredValue: found.value,
+    };
     if (op === '$type') detail.consideredType = bsonTypeOf(found.value);
     return detail;
   };
@@ -112,11 +137,18 @@ function explainField(path: string, condition: unknown, doc: Record<string, unkn
   const failing = operators
     .map(([op, operand], index) => ({ index, op, operand }))
     .filter(({ op, operand }) => !new Query({ [path]: { [op]: operand } }, { jsonSchemaValidator }).test(promotedDoc));
-  return { operatorName: '$and', clausesNotSatisfied: failing.map(({ index, op, operand }) => ({ index, details: explainOne(op, operand) })) };
+  return {
+    operatorName: '$and',
+    clausesNotSatisfied: failing.map(({ index, op, operand }) => ({ index, details: explainOne(op, operand) })),
+  };
 }
 
 /** mongod's `errInfo.details` for a document that fails `validator`. */
-export function explainFailure(validator: Filter, typedDoc: Record<string, unknown>, promotedDoc: Record<string, unknown>): Record<string, unknown> {
+export function explainFailure(
+  validator: Filter,
+  typedDoc: Record<string, unknown>,
+  promotedDoc: Record<string, unknown>,
+): Record<string, unknown> {
   const clauses = Object.entries(validator).filter(([key]) => key !== '$comment');
   const passes = (clause: Filter) => new Query(clause, { jsonSchemaValidator }).test(promotedDoc);
   const explainClause = ([key, value]: [string, unknown]): Record<string, unknown> => {
@@ -165,7 +197,10 @@ export function explainFailure(validator: Filter, typedDoc: Record<string, unkno
  * Whether a document satisfies a collection's validator. `$jsonSchema` at the top level is
  * evaluated on the typed document (bsonType int ≠ double); everything else with mingo.
  */
-function satisfies(validator: Filter, raw: Buffer): { ok: true } | { ok: false; typedDoc: Record<string, unknown>; promotedDoc: Record<string, unknown> } {
+function satisfies(
+  validator: Filter,
+  raw: Buffer,
+): { ok: true } | { ok: false; typedDoc: Record<string, unknown>; promotedDoc: Record<string, unknown> } {
   const promotedDoc = BSON.deserialize(raw, promoted);
   const typedDoc = BSON.deserialize(raw, typed);
   const schema = validator.$jsonSchema as Filter | undefined;

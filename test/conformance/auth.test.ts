@@ -16,9 +16,12 @@ describe('access control [test cluster]', () => {
   const clients: MongoClient[] = [];
 
   async function connect(user: string, password: string, extra = ''): Promise<MongoClient> {
-    const client = await MongoClient.connect(`mongodb://${encodeURIComponent(user)}:${encodeURIComponent(password)}@${host}/?replicaSet=rs0${extra}`, {
-      serverSelectionTimeoutMS: 3000,
-    });
+    const client = await MongoClient.connect(
+      `mongodb://${encodeURIComponent(user)}:${encodeURIComponent(password)}@${host}/?replicaSet=rs0${extra}`,
+      {
+        serverSelectionTimeoutMS: 3000,
+      },
+    );
     clients.push(client);
     return client;
   }
@@ -72,23 +75,36 @@ describe('access control [test cluster]', () => {
     assert.equal((await anonymous.db('admin').command({ ping: 1 })).ok, 1);
     await assert.rejects(anonymous.db('shop').collection('items').findOne(), { code: 13, codeName: 'Unauthorized' });
     await assert.rejects(anonymous.db('shop').command({ listCollections: 1 }), { code: 13 });
-    await assert.rejects(
-      anonymous.db('admin').command({ saslStart: 1, mechanism: 'PLAIN', payload: new Binary(Buffer.from('\0u\0p')) }),
-      { code: 334, codeName: 'MechanismUnavailable' },
-    );
+    await assert.rejects(anonymous.db('admin').command({ saslStart: 1, mechanism: 'PLAIN', payload: new Binary(Buffer.from('\0u\0p')) }), {
+      code: 334,
+      codeName: 'MechanismUnavailable',
+    });
   });
 
   test('built-in roles grant what they name and nothing more', async () => {
     const root = await connect('root', 'r00t pässword');
-    await root.db('shop').collection('items').insertOne({ _id: 1 } as never);
+    await root
+      .db('shop')
+      .collection('items')
+      .insertOne({ _id: 1 } as never);
     const reader = await MongoClient.connect(`mongodb://reader:reader-pw@${host}/shop?replicaSet=rs0`);
     clients.push(reader);
     assert.deepEqual(await reader.db('shop').collection('items').find().toArray(), [{ _id: 1 }]);
-    await assert.rejects(reader.db('shop').collection('items').insertOne({ _id: 2 } as never), { code: 13 });
+    await assert.rejects(
+      reader
+        .db('shop')
+        .collection('items')
+        .insertOne({ _id: 2 } as never),
+      { code: 13 },
+    );
     await assert.rejects(reader.db('other').collection('items').findOne(), { code: 13 });
     await assert.rejects(reader.db('admin').command({ serverStatus: 1 }), { code: 13 });
     const visible = await reader.db('admin').command({ listDatabases: 1, nameOnly: true });
-    assert.deepEqual(visible.databases.map((d: { name: string }) => d.name), ['shop'], 'only the databases it has privileges on');
+    assert.deepEqual(
+      visible.databases.map((d: { name: string }) => d.name),
+      ['shop'],
+      'only the databases it has privileges on',
+    );
     await assert.rejects(reader.db('admin').command({ listDatabases: 1, authorizedDatabases: false }), { code: 13 });
     const legacy = await connect('legacy', 'legacy-pw');
     await legacy.db('anywhere').collection('x').insertOne({ ok: true });
@@ -111,7 +127,9 @@ describe('access control [test cluster]', () => {
     await clerk.db('shop').collection('items').insertOne({ by: 'clerk' });
     await shop.command({ dropUser: 'clerk' });
     await assert.rejects(shop.command({ dropUser: 'clerk' }), { code: 11, codeName: 'UserNotFound' });
-    await assert.rejects(MongoClient.connect(`mongodb://clerk:clerk-pw@${host}/shop?replicaSet=rs0&serverSelectionTimeoutMS=2000`), { code: 18 });
+    await assert.rejects(MongoClient.connect(`mongodb://clerk:clerk-pw@${host}/shop?replicaSet=rs0&serverSelectionTimeoutMS=2000`), {
+      code: 18,
+    });
   });
 
   test('a spawned cluster gets its users through a file it does not leave behind', async () => {

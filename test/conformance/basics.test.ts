@@ -39,11 +39,15 @@ conformance('handshake and basics', (target) => {
   test('unordered inserts report every failing index and insert the rest', async () => {
     const coll = target().db.collection('unordered');
     await coll.insertOne({ _id: 2 as never });
-    const err = await coll
-      .insertMany([{ _id: 1 }, { _id: 2 }, { _id: 3 }, { _id: 2 }] as never[], { ordered: false })
-      .then(() => undefined, (e) => e);
+    const err = await coll.insertMany([{ _id: 1 }, { _id: 2 }, { _id: 3 }, { _id: 2 }] as never[], { ordered: false }).then(
+      () => undefined,
+      (e) => e,
+    );
     assert.ok(err, 'insertMany must fail');
-    assert.deepEqual(err.writeErrors.map((w: { index: number }) => w.index), [1, 3]);
+    assert.deepEqual(
+      err.writeErrors.map((w: { index: number }) => w.index),
+      [1, 3],
+    );
     assert.equal(await coll.countDocuments(), 3);
   });
 
@@ -51,18 +55,43 @@ conformance('handshake and basics', (target) => {
     const coll = target().db.collection('mixed');
     const oid = new ObjectId('0123456789abcdef01234567');
     const ids = [
-      new MaxKey(), true, new Date(5), oid, new Binary(Buffer.from([1, 2])), { a: 1 }, 'abc', 'ab',
-      new Long(3), new Double(2.5), new Int32(1), new Decimal128('0.5'), null, new MinKey(),
+      new MaxKey(),
+      true,
+      new Date(5),
+      oid,
+      new Binary(Buffer.from([1, 2])),
+      { a: 1 },
+      'abc',
+      'ab',
+      new Long(3),
+      new Double(2.5),
+      new Int32(1),
+      new Decimal128('0.5'),
+      null,
+      new MinKey(),
     ];
     // Through the insert command itself: the driver's insertMany would replace a null _id.
     await target().db.command({ insert: 'mixed', documents: ids.map((_id) => ({ _id })) });
     const sorted = await coll.find({}, { sort: { _id: 1 }, promoteValues: false }).toArray();
     const kinds = sorted.map((d) => {
       const v = d._id as { _bsontype?: string } | null;
-      return v === null ? 'null' : typeof v === 'object' ? v._bsontype ?? (v instanceof Date ? 'Date' : 'Object') : typeof v;
+      return v === null ? 'null' : typeof v === 'object' ? (v._bsontype ?? (v instanceof Date ? 'Date' : 'Object')) : typeof v;
     });
     assert.deepEqual(kinds, [
-      'MinKey', 'null', 'Decimal128', 'Int32', 'Double', 'Long', 'string', 'string', 'Object', 'Binary', 'ObjectId', 'boolean', 'Date', 'MaxKey',
+      'MinKey',
+      'null',
+      'Decimal128',
+      'Int32',
+      'Double',
+      'Long',
+      'string',
+      'string',
+      'Object',
+      'Binary',
+      'ObjectId',
+      'boolean',
+      'Date',
+      'MaxKey',
     ]);
   });
 
@@ -70,7 +99,10 @@ conformance('handshake and basics', (target) => {
     const coll = target().db.collection('ranges');
     await coll.insertMany([{ _id: 1 }, { _id: 2 }, { _id: 'a' }, { _id: 'b' }, { _id: new ObjectId() }] as never[]);
     const docs = await coll.find({}).hint({ _id: 1 }).min({ _id: 2 }).max({ _id: 'b' }).toArray();
-    assert.deepEqual(docs.map((d) => d._id), [2, 'a']);
+    assert.deepEqual(
+      docs.map((d) => d._id),
+      [2, 'a'],
+    );
   });
 
   test('a cursor returns every document across getMore batches', async () => {
@@ -78,6 +110,9 @@ conformance('handshake and basics', (target) => {
     await coll.insertMany(Array.from({ length: 250 }, (_, i) => ({ _id: i, pad: 'x'.repeat(200) })) as never[]);
     const seen = await coll.find({}, { batchSize: 40 }).sort({ _id: 1 }).toArray();
     assert.equal(seen.length, 250);
-    assert.deepEqual(seen.map((d) => d._id), Array.from({ length: 250 }, (_, i) => i));
+    assert.deepEqual(
+      seen.map((d) => d._id),
+      Array.from({ length: 250 }, (_, i) => i),
+    );
   });
 });

@@ -28,7 +28,10 @@ conformance('catalog', (target) => {
     const nameOnly = await admin.command({ listDatabases: 1, nameOnly: true });
     assert.deepEqual(Object.keys(nameOnly.databases[0]), ['name']);
     const filtered = await admin.command({ listDatabases: 1, filter: { name: db.databaseName } });
-    assert.deepEqual(filtered.databases.map((d: { name: string }) => d.name), [db.databaseName]);
+    assert.deepEqual(
+      filtered.databases.map((d: { name: string }) => d.name),
+      [db.databaseName],
+    );
   });
 
   test('local holds the oplog (capped) and admin the server configuration collection', async () => {
@@ -63,7 +66,16 @@ conformance('catalog', (target) => {
     const collation = info.options.collation;
     assert.equal(collation.locale, 'fr');
     assert.equal(collation.strength, 2);
-    for (const [field, type] of Object.entries({ caseLevel: 'boolean', caseFirst: 'string', numericOrdering: 'boolean', alternate: 'string', maxVariable: 'string', normalization: 'boolean', backwards: 'boolean', version: 'string' })) {
+    for (const [field, type] of Object.entries({
+      caseLevel: 'boolean',
+      caseFirst: 'string',
+      numericOrdering: 'boolean',
+      alternate: 'string',
+      maxVariable: 'string',
+      normalization: 'boolean',
+      backwards: 'boolean',
+      version: 'string',
+    })) {
       assert.equal(typeof collation[field], type, `collation.${field}`);
     }
     assert.equal(collation.alternate, 'non-ignorable');
@@ -92,17 +104,24 @@ conformance('catalog', (target) => {
     await assert.rejects(db.command({ create: 'noSize', capped: true }), { code: 72, codeName: 'InvalidOptions' });
     await assert.rejects(db.command({ create: 'notCapped', size: 1000 }), { code: 72, codeName: 'InvalidOptions' });
     await assert.rejects(db.command({ create: 'negative', capped: true, size: -1 }), { code: 2 });
-    await assert.rejects(db.command({ create: 'unknown', frobnicate: true }), { code: 40415, message: "BSON field 'create.frobnicate' is an unknown field." });
+    await assert.rejects(db.command({ create: 'unknown', frobnicate: true }), {
+      code: 40415,
+      message: "BSON field 'create.frobnicate' is an unknown field.",
+    });
     await assert.rejects(db.command({ create: 'pipelineOnly', pipeline: [] }), { code: 72 });
     await assert.rejects(db.command({ create: 'badLevel', validationLevel: 'sometimes' }), { code: 2 });
     await assert.rejects(db.command({ create: 'system.mine' }), { code: 73, codeName: 'InvalidNamespace' });
     const names = (await db.listCollections({}, { nameOnly: true }).toArray()).map((c) => c.name);
-    for (const name of ['noSize', 'notCapped', 'negative', 'unknown', 'pipelineOnly', 'badLevel']) assert.ok(!names.includes(name), `${name} not created`);
+    for (const name of ['noSize', 'notCapped', 'negative', 'unknown', 'pipelineOnly', 'badLevel'])
+      assert.ok(!names.includes(name), `${name} not created`);
   });
 
   test('views are listed with their definition and refuse writes', async () => {
     const db = target().db;
-    await db.collection('source').insertMany([{ _id: 1, kept: true }, { _id: 2, kept: false }] as never[]);
+    await db.collection('source').insertMany([
+      { _id: 1, kept: true },
+      { _id: 2, kept: false },
+    ] as never[]);
     await db.createCollection('kept', { viewOn: 'source', pipeline: [{ $match: { kept: true } }] });
     const all = await collectionInfos(db);
     const view = all.find((c) => c.name === 'kept');
@@ -110,7 +129,10 @@ conformance('catalog', (target) => {
     assert.equal(view.type, 'view');
     assert.deepEqual(view.options, { viewOn: 'source', pipeline: [{ $match: { kept: true } }] });
     assert.deepEqual(view.info, { readOnly: true });
-    assert.ok(all.some((c) => c.name === 'system.views' && c.type === 'collection'), 'system.views is listed');
+    assert.ok(
+      all.some((c) => c.name === 'system.views' && c.type === 'collection'),
+      'system.views is listed',
+    );
     await assert.rejects(db.collection('kept').insertOne({ _id: 3 } as never), { code: 166, codeName: 'CommandNotSupportedOnView' });
     await assert.rejects(db.command({ create: 'loop', viewOn: 'loop', pipeline: [] }), { code: 5, codeName: 'GraphContainsCycle' });
     assert.equal((await db.command({ drop: 'kept' })).ok, 1);
@@ -158,7 +180,17 @@ conformance('catalog', (target) => {
     assert.ok(dbStats.collections >= 1);
     assert.ok(dbStats.views >= 1);
     assert.ok(dbStats.objects >= 10);
-    for (const field of ['avgObjSize', 'dataSize', 'storageSize', 'indexes', 'indexSize', 'totalSize', 'scaleFactor', 'fsUsedSize', 'fsTotalSize']) {
+    for (const field of [
+      'avgObjSize',
+      'dataSize',
+      'storageSize',
+      'indexes',
+      'indexSize',
+      'totalSize',
+      'scaleFactor',
+      'fsUsedSize',
+      'fsTotalSize',
+    ]) {
       assert.equal(typeof dbStats[field], 'number', `dbStats.${field}`);
     }
   });
@@ -166,7 +198,9 @@ conformance('catalog', (target) => {
   test('serverStatus describes the process, connections, counters and replication', async () => {
     const admin = target().client.db('admin');
     const before = await admin.command({ serverStatus: 1 });
-    await target().db.collection('counted').insertMany([{ a: 1 }, { a: 2 }, { a: 3 }]);
+    await target()
+      .db.collection('counted')
+      .insertMany([{ a: 1 }, { a: 2 }, { a: 3 }]);
     const status = await admin.command({ serverStatus: 1 });
     assert.equal(status.process, 'mongod');
     assert.equal(typeof status.host, 'string');

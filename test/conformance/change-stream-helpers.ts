@@ -16,15 +16,32 @@ export interface RawStream {
 }
 
 /** Opens `$changeStream` (`coll` undefined: a database or, on admin, a cluster stream). */
-export async function openStream(db: Db, coll: string | undefined, options: Document = {}, later: Document[] = [], cursor: Document = {}): Promise<RawStream> {
+export async function openStream(
+  db: Db,
+  coll: string | undefined,
+  options: Document = {},
+  later: Document[] = [],
+  cursor: Document = {},
+): Promise<RawStream> {
   const reply = await db.command({ aggregate: coll ?? 1, pipeline: [{ $changeStream: options }, ...later], cursor });
   const ns = reply.cursor.ns as string;
-  return { db, id: reply.cursor.id, collection: ns.slice(ns.indexOf('.') + 1), pbrt: reply.cursor.postBatchResumeToken, firstBatch: reply.cursor.firstBatch };
+  return {
+    db,
+    id: reply.cursor.id,
+    collection: ns.slice(ns.indexOf('.') + 1),
+    pbrt: reply.cursor.postBatchResumeToken,
+    firstBatch: reply.cursor.firstBatch,
+  };
 }
 
 /** One getMore; returns the batch (and updates `pbrt`). */
 export async function getMore(stream: RawStream, maxTimeMS = 200, batchSize?: number): Promise<Document[]> {
-  const reply = await stream.db.command({ getMore: stream.id, collection: stream.collection, maxTimeMS, ...(batchSize ? { batchSize } : {}) });
+  const reply = await stream.db.command({
+    getMore: stream.id,
+    collection: stream.collection,
+    maxTimeMS,
+    ...(batchSize ? { batchSize } : {}),
+  });
   stream.pbrt = reply.cursor.postBatchResumeToken;
   stream.id = reply.cursor.id;
   return reply.cursor.nextBatch;
@@ -34,7 +51,7 @@ export async function getMore(stream: RawStream, maxTimeMS = 200, batchSize?: nu
 export async function readEvents(stream: RawStream, count: number): Promise<Document[]> {
   const events = [...stream.firstBatch];
   stream.firstBatch = [];
-  for (let idle = 0; events.length < count && idle < 20; ) {
+  for (let idle = 0; events.length < count && idle < 20;) {
     const batch = await getMore(stream);
     if (batch.length === 0) idle++;
     events.push(...batch);

@@ -22,7 +22,10 @@ conformance('change stream events', (target) => {
     await coll.deleteOne({ _id: 1 as never });
     const events = await readEvents(stream, 4);
     await closeStream(stream);
-    assert.deepEqual(events.map((e) => e.operationType), ['insert', 'update', 'replace', 'delete']);
+    assert.deepEqual(
+      events.map((e) => e.operationType),
+      ['insert', 'update', 'replace', 'delete'],
+    );
     const [insert, update, replace, del] = events;
     assert.deepEqual(Object.keys(insert), [...HEAD, 'wallTime', 'fullDocument', 'ns', 'documentKey']);
     assert.deepEqual(insert.fullDocument, { _id: 1, a: 1, b: [1, 2, 3] });
@@ -45,7 +48,10 @@ conformance('change stream events', (target) => {
     for (let i = 0; i < 30; i++) await db.collection(i % 2 ? 'odd' : 'even').insertOne({ _id: i as never });
     const events = await readEvents(stream, 30);
     await closeStream(stream);
-    assert.deepEqual(events.map((e) => e.documentKey._id), Array.from({ length: 30 }, (_, i) => i));
+    assert.deepEqual(
+      events.map((e) => e.documentKey._id),
+      Array.from({ length: 30 }, (_, i) => i),
+    );
     for (let i = 1; i < events.length; i++) {
       assert.ok(events[i].clusterTime.greaterThan(events[i - 1].clusterTime), 'clusterTime increases');
       assert.ok(events[i]._id._data > events[i - 1]._id._data, 'resume tokens sort in event order');
@@ -99,7 +105,10 @@ conformance('change stream events', (target) => {
     const stream = await openStream(db, 'dropme');
     await db.collection('dropme').drop();
     const events = await readEvents(stream, 2);
-    assert.deepEqual(events.map((e) => e.operationType), ['drop', 'invalidate']);
+    assert.deepEqual(
+      events.map((e) => e.operationType),
+      ['drop', 'invalidate'],
+    );
     assert.deepEqual(Object.keys(events[0]), [...HEAD, 'wallTime', 'ns']);
     assert.deepEqual(Object.keys(events[1]), [...HEAD, 'wallTime']);
     assert.equal(String(stream.id), '0', 'the invalidated cursor is closed');
@@ -111,7 +120,10 @@ conformance('change stream events', (target) => {
     const stream = await openStream(db, 'renfrom');
     await db.collection('renfrom').rename('rento');
     const events = await readEvents(stream, 2);
-    assert.deepEqual(events.map((e) => e.operationType), ['rename', 'invalidate']);
+    assert.deepEqual(
+      events.map((e) => e.operationType),
+      ['rename', 'invalidate'],
+    );
     assert.deepEqual(Object.keys(events[0]), ['to', ...HEAD, 'wallTime', 'ns']);
     assert.deepEqual(events[0].ns, { db: db.databaseName, coll: 'renfrom' });
     assert.deepEqual(events[0].to, { db: db.databaseName, coll: 'rento' });
@@ -123,7 +135,10 @@ conformance('change stream events', (target) => {
     const stream = await openStream(db, undefined);
     await db.dropDatabase();
     const events = await readEvents(stream, 3);
-    assert.deepEqual(events.map((e) => e.operationType), ['drop', 'dropDatabase', 'invalidate']);
+    assert.deepEqual(
+      events.map((e) => e.operationType),
+      ['drop', 'dropDatabase', 'invalidate'],
+    );
     assert.deepEqual(events[1].ns, { db: db.databaseName });
     assert.deepEqual(Object.keys(events[1]), [...HEAD, 'wallTime', 'ns']);
   });
@@ -138,7 +153,10 @@ conformance('change stream events', (target) => {
     await db.collection('expanded').insertOne({ _id: 1 as never });
     const events = await readEvents(stream, 5);
     await closeStream(stream);
-    assert.deepEqual(events.map((e) => e.operationType), ['create', 'createIndexes', 'modify', 'dropIndexes', 'insert']);
+    assert.deepEqual(
+      events.map((e) => e.operationType),
+      ['create', 'createIndexes', 'modify', 'dropIndexes', 'insert'],
+    );
     const [create, createIndexes, modify, dropIndexes, insert] = events;
     const uuid = create.collectionUUID;
     assert.ok(uuid, 'collectionUUID');
@@ -160,7 +178,10 @@ conformance('change stream events', (target) => {
     await db.collection('plain').insertOne({ _id: 1 as never });
     const events = await readEvents(stream, 1);
     await closeStream(stream);
-    assert.deepEqual(events.map((e) => e.operationType), ['insert']);
+    assert.deepEqual(
+      events.map((e) => e.operationType),
+      ['insert'],
+    );
     assert.equal(events[0].collectionUUID, undefined);
   });
 
@@ -168,12 +189,18 @@ conformance('change stream events', (target) => {
     const { client, db } = target();
     const admin = client.db('admin');
     const stream = await openStream(admin, undefined, { allChangesForCluster: true });
-    await client.db('admin').collection('ferry_conformance_internal').insertOne({ _id: 1 as never });
+    await client
+      .db('admin')
+      .collection('ferry_conformance_internal')
+      .insertOne({ _id: 1 as never });
     await db.collection('cluster').insertOne({ _id: 2 as never });
     const events = await readEvents(stream, 1);
     await closeStream(stream);
     await client.db('admin').collection('ferry_conformance_internal').drop();
-    assert.deepEqual(events.map((e) => e.ns), [{ db: db.databaseName, coll: 'cluster' }]);
+    assert.deepEqual(
+      events.map((e) => e.ns),
+      [{ db: db.databaseName, coll: 'cluster' }],
+    );
   });
 
   test('scopes are checked as mongod checks them', async () => {
@@ -187,8 +214,14 @@ conformance('change stream events', (target) => {
   test('later stages: $match filters events, $project reshapes them, other stages are refused', async () => {
     const db = target().db;
     const coll = db.collection('stages');
-    const stream = await openStream(db, 'stages', {}, [{ $match: { 'fullDocument.keep': true } }, { $project: { operationType: 1, 'fullDocument.n': 1 } }]);
-    await coll.insertMany([{ n: 1, keep: false }, { n: 2, keep: true }]);
+    const stream = await openStream(db, 'stages', {}, [
+      { $match: { 'fullDocument.keep': true } },
+      { $project: { operationType: 1, 'fullDocument.n': 1 } },
+    ]);
+    await coll.insertMany([
+      { n: 1, keep: false },
+      { n: 2, keep: true },
+    ]);
     const events = await readEvents(stream, 1);
     await closeStream(stream);
     assert.equal(events.length, 1);
@@ -202,11 +235,17 @@ conformance('change stream events', (target) => {
     const stream = await openStream(db, 'batched');
     await db.collection('batched').insertMany([{ _id: 1 }, { _id: 2 }, { _id: 3 }, { _id: 4 }, { _id: 5 }] as never[]);
     const first = await getMore(stream, 500, 2);
-    assert.deepEqual(first.map((e) => e.documentKey._id), [1, 2]);
+    assert.deepEqual(
+      first.map((e) => e.documentKey._id),
+      [1, 2],
+    );
     assert.deepEqual(stream.pbrt, first[1]._id, 'resuming from it cannot skip events 3-5');
     const rest = await readEvents(stream, 3);
     await closeStream(stream);
-    assert.deepEqual(rest.map((e) => e.documentKey._id), [3, 4, 5]);
+    assert.deepEqual(
+      rest.map((e) => e.documentKey._id),
+      [3, 4, 5],
+    );
   });
 
   test('every batch carries a postBatchResumeToken, advanced by appendOplogNote while idle', async () => {

@@ -128,7 +128,7 @@ conformance('cursor invalidation', (target) => {
     await cursor.close();
   });
 
-  test('other collections\' cursors and an unrelated rename leave a cursor alone', async () => {
+  test("other collections' cursors and an unrelated rename leave a cursor alone", async () => {
     const db = target().db;
     const name = db.databaseName;
     await seed(db, 'staying');
@@ -138,7 +138,7 @@ conformance('cursor invalidation', (target) => {
     await seed(db, 'bystander2');
     await admin().command({ renameCollection: `${name}.bystander2`, to: `${name}.bystander3` });
     let seen = 2;
-    for (let cursorId = id; Number(cursorId) !== 0; ) {
+    for (let cursorId = id; Number(cursorId) !== 0;) {
       const reply = await getMore(db, 'staying', cursorId);
       seen += reply.cursor.nextBatch.length;
       cursorId = reply.cursor.id;
@@ -154,7 +154,10 @@ conformance('cursor invalidation', (target) => {
       await streamGetMore(stream);
       await db.collection('watched').drop();
       const events = await readEvents(stream, 2);
-      assert.deepEqual(events.map((e) => e.operationType), ['drop', 'invalidate']);
+      assert.deepEqual(
+        events.map((e) => e.operationType),
+        ['drop', 'invalidate'],
+      );
     } finally {
       await closeStream(stream);
     }

@@ -30,7 +30,10 @@ conformance('ddl', (target) => {
     const after = await infoOf(db, 'after');
     assert.ok(after);
     assert.equal(after.info.uuid.toString('hex'), uuid.toString('hex'), 'same UUID');
-    assert.deepEqual((await db.collection('after').find().sort({ _id: 1 }).toArray()).map((d) => d._id), [1, 2]);
+    assert.deepEqual(
+      (await db.collection('after').find().sort({ _id: 1 }).toArray()).map((d) => d._id),
+      [1, 2],
+    );
   });
 
   test('renaming onto an existing collection needs dropTarget', async () => {
@@ -40,7 +43,10 @@ conformance('ddl', (target) => {
     const names = { renameCollection: `${db.databaseName}.src`, to: `${db.databaseName}.dst` };
     await assert.rejects(admin().command(names), { code: 48, codeName: 'NamespaceExists', message: 'target namespace exists' });
     await admin().command({ ...names, dropTarget: true });
-    const docs = await db.collection('dst').find({}, { projection: { _id: 0 } }).toArray();
+    const docs = await db
+      .collection('dst')
+      .find({}, { projection: { _id: 0 } })
+      .toArray();
     assert.deepEqual(docs, [{ from: 'src' }]);
     assert.equal(await infoOf(db, 'src'), undefined);
   });
@@ -49,7 +55,10 @@ conformance('ddl', (target) => {
     const db = target().db;
     const other = target().client.db(`${db.databaseName}_b`);
     try {
-      await db.collection('moving').insertMany([{ _id: 1, k: 'a' }, { _id: 2, k: 'b' }] as never[]);
+      await db.collection('moving').insertMany([
+        { _id: 1, k: 'a' },
+        { _id: 2, k: 'b' },
+      ] as never[]);
       await db.collection('moving').createIndex({ k: 1 }, { unique: true });
       const uuid = (await infoOf(db, 'moving'))!.info.uuid;
       await admin().command({ renameCollection: `${db.databaseName}.moving`, to: `${other.databaseName}.moved` });
@@ -57,7 +66,10 @@ conformance('ddl', (target) => {
       const moved = await infoOf(other, 'moved');
       assert.ok(moved);
       assert.notEqual(moved.info.uuid.toString('hex'), uuid.toString('hex'), 'a copy has a new UUID');
-      assert.deepEqual((await other.collection('moved').find().sort({ _id: 1 }).toArray()).map((d) => d.k), ['a', 'b']);
+      assert.deepEqual(
+        (await other.collection('moved').find().sort({ _id: 1 }).toArray()).map((d) => d.k),
+        ['a', 'b'],
+      );
       const index = await indexNamed(other, 'moved', 'k_1');
       assert.equal(index?.unique, true, 'the unique index came along');
       await assert.rejects(other.collection('moved').insertOne({ k: 'a' }), { code: 11000 });
@@ -66,7 +78,7 @@ conformance('ddl', (target) => {
     }
   });
 
-  test('renameCollection errors are mongod\'s', async () => {
+  test("renameCollection errors are mongod's", async () => {
     const db = target().db;
     const ns = (name: string) => `${db.databaseName}.${name}`;
     await assert.rejects(admin().command({ renameCollection: ns('missing'), to: ns('x') }), { code: 26, codeName: 'NamespaceNotFound' });
@@ -75,7 +87,10 @@ conformance('ddl', (target) => {
     await assert.rejects(admin().command({ renameCollection: ns('exists'), to: ns('system.foo') }), { code: 20 });
     await assert.rejects(admin().command({ renameCollection: ns('exists'), to: 'nodot' }), { code: 73, codeName: 'InvalidNamespace' });
     await db.createCollection('aView', { viewOn: 'exists', pipeline: [] });
-    await assert.rejects(admin().command({ renameCollection: ns('aView'), to: ns('y') }), { code: 166, codeName: 'CommandNotSupportedOnView' });
+    await assert.rejects(admin().command({ renameCollection: ns('aView'), to: ns('y') }), {
+      code: 166,
+      codeName: 'CommandNotSupportedOnView',
+    });
     await assert.rejects(admin().command({ renameCollection: ns('exists'), to: ns('aView') }), { code: 48 });
     await assert.rejects(db.command({ renameCollection: ns('exists'), to: ns('z') }), { code: 13, codeName: 'Unauthorized' });
   });
@@ -95,7 +110,7 @@ conformance('ddl', (target) => {
     await assert.rejects(db.command({ collMod: 'hide', index: { name: 'a_1' } }), { code: 72, codeName: 'InvalidOptions' });
   });
 
-  test('collMod changes a TTL index\'s expireAfterSeconds', async () => {
+  test("collMod changes a TTL index's expireAfterSeconds", async () => {
     const db = target().db;
     await db.collection('ttlMod').createIndex({ at: 1 }, { expireAfterSeconds: 60 });
     const reply = await db.command({ collMod: 'ttlMod', index: { keyPattern: { at: 1 }, expireAfterSeconds: 120 } });
@@ -107,19 +122,32 @@ conformance('ddl', (target) => {
   test('an index becomes unique in two steps, and not while duplicates exist', async () => {
     const db = target().db;
     const coll = db.collection('uniq');
-    await coll.insertMany([{ _id: 1, k: 1 }, { _id: 2, k: 1 }, { _id: 3, k: 2 }] as never[]);
+    await coll.insertMany([
+      { _id: 1, k: 1 },
+      { _id: 2, k: 1 },
+      { _id: 3, k: 2 },
+    ] as never[]);
     await coll.createIndex({ k: 1 });
-    await assert.rejects(db.command({ collMod: 'uniq', index: { keyPattern: { k: 1 }, unique: true } }), { code: 72, codeName: 'InvalidOptions' });
+    await assert.rejects(db.command({ collMod: 'uniq', index: { keyPattern: { k: 1 }, unique: true } }), {
+      code: 72,
+      codeName: 'InvalidOptions',
+    });
     const prepared = await db.command({ collMod: 'uniq', index: { keyPattern: { k: 1 }, prepareUnique: true } });
     assert.equal(prepared.prepareUnique_old, false);
     assert.equal(prepared.prepareUnique_new, true);
     await assert.rejects(coll.insertOne({ _id: 4, k: 2 } as never), { code: 11000 });
-    await assert.rejects(db.command({ collMod: 'uniq', index: { keyPattern: { k: 1 }, unique: true } }), (e: { code: number; codeName: string; violations: { ids: number[] }[] }) => {
-      assert.equal(e.code, 359);
-      assert.equal(e.codeName, 'CannotConvertIndexToUnique');
-      assert.deepEqual(e.violations.map((v) => [...v.ids].sort()), [[1, 2]]);
-      return true;
-    });
+    await assert.rejects(
+      db.command({ collMod: 'uniq', index: { keyPattern: { k: 1 }, unique: true } }),
+      (e: { code: number; codeName: string; violations: { ids: number[] }[] }) => {
+        assert.equal(e.code, 359);
+        assert.equal(e.codeName, 'CannotConvertIndexToUnique');
+        assert.deepEqual(
+          e.violations.map((v) => [...v.ids].sort()),
+          [[1, 2]],
+        );
+        return true;
+      },
+    );
     assert.equal((await indexNamed(db, 'uniq', 'k_1'))?.unique, undefined, 'a failed conversion changes nothing');
     await coll.deleteOne({ _id: 2 } as never);
     const converted = await db.command({ collMod: 'uniq', index: { keyPattern: { k: 1 }, unique: true } });
@@ -147,7 +175,10 @@ conformance('ddl', (target) => {
 
   test('collMod redefines a view', async () => {
     const db = target().db;
-    await db.collection('base').insertMany([{ _id: 1, t: 'a' }, { _id: 2, t: 'b' }] as never[]);
+    await db.collection('base').insertMany([
+      { _id: 1, t: 'a' },
+      { _id: 2, t: 'b' },
+    ] as never[]);
     await db.createCollection('onlyA', { viewOn: 'base', pipeline: [{ $match: { t: 'a' } }] });
     await db.command({ collMod: 'onlyA', viewOn: 'base', pipeline: [{ $match: { t: 'b' } }] });
     const info = await infoOf(db, 'onlyA');

@@ -22,10 +22,7 @@ let counter = 0;
 
 /** Declares `suite` once per target; `body` receives a getter for the started target. */
 export function conformance(suite: string, body: (target: () => Target) => void): void {
-  const targets: { name: string; uri?: string }[] = [
-    { name: 'test cluster' },
-    { name: 'MONGODB_URI', uri: process.env.MONGODB_URI },
-  ];
+  const targets: { name: string; uri?: string }[] = [{ name: 'test cluster' }, { name: 'MONGODB_URI', uri: process.env.MONGODB_URI }];
   for (const spec of targets) {
     const skip = spec.name === 'MONGODB_URI' && !spec.uri ? 'MONGODB_URI is not set' : false;
     describe(`${suite} [${spec.name}]`, { skip }, () => {

@@ -20,7 +20,13 @@ conformance('indexes', (target) => {
     assert.equal(again.numIndexesBefore, 2);
     assert.equal(again.numIndexesAfter, 2);
     assert.equal(again.note, 'all indexes already exist');
-    const more = await db().command({ createIndexes: 'ix_reply', indexes: [{ key: { a: 1, b: -1 }, name: 'a_1_b_-1', unique: true }, { key: { c: 1 }, name: 'c_1' }] });
+    const more = await db().command({
+      createIndexes: 'ix_reply',
+      indexes: [
+        { key: { a: 1, b: -1 }, name: 'a_1_b_-1', unique: true },
+        { key: { c: 1 }, name: 'c_1' },
+      ],
+    });
     assert.equal(more.numIndexesAfter, 3);
     assert.equal(more.createdCollectionAutomatically, false);
   });
@@ -71,7 +77,12 @@ conformance('indexes', (target) => {
   test('dropIndexes by name, key pattern, list and *', async () => {
     const coll = db().collection('ix_drop');
     for (const key of ['a', 'b', 'c', 'd']) await coll.createIndex({ [key]: 1 });
-    assert.deepEqual(await db().command({ dropIndexes: 'ix_drop', index: 'a_1' }).then((r) => r.nIndexesWas), 5);
+    assert.deepEqual(
+      await db()
+        .command({ dropIndexes: 'ix_drop', index: 'a_1' })
+        .then((r) => r.nIndexesWas),
+      5,
+    );
     assert.equal((await db().command({ dropIndexes: 'ix_drop', index: { b: 1 } })).nIndexesWas, 4);
     await assert.rejects(db().command({ dropIndexes: 'ix_drop', index: '_id_' }), { code: 72, codeName: 'InvalidOptions' });
     await assert.rejects(db().command({ dropIndexes: 'ix_drop', index: 'nope' }), { code: 27, codeName: 'IndexNotFound' });
@@ -79,19 +90,28 @@ conformance('indexes', (target) => {
     const all = await db().command({ dropIndexes: 'ix_drop', index: '*' });
     assert.equal(all.nIndexesWas, 3);
     assert.equal(typeof all.msg, 'string');
-    assert.deepEqual((await coll.listIndexes().toArray()).map((i) => i.name), ['_id_']);
+    assert.deepEqual(
+      (await coll.listIndexes().toArray()).map((i) => i.name),
+      ['_id_'],
+    );
   });
 
   test('unique indexes refuse duplicates on insert and update with keyPattern and keyValue', async () => {
     const coll = db().collection('ix_unique');
     await coll.createIndex({ email: 1 }, { unique: true });
-    await coll.insertMany([{ _id: 1, email: 'a@x' }, { _id: 2, email: 'b@x' }] as never[]);
-    await assert.rejects(coll.insertOne({ _id: 3 as never, email: 'a@x' }), (e: { code: number; keyPattern: unknown; keyValue: unknown }) => {
-      assert.equal(e.code, 11000);
-      assert.deepEqual(e.keyPattern, { email: 1 });
-      assert.deepEqual(e.keyValue, { email: 'a@x' });
-      return true;
-    });
+    await coll.insertMany([
+      { _id: 1, email: 'a@x' },
+      { _id: 2, email: 'b@x' },
+    ] as never[]);
+    await assert.rejects(
+      coll.insertOne({ _id: 3 as never, email: 'a@x' }),
+      (e: { code: number; keyPattern: unknown; keyValue: unknown }) => {
+        assert.equal(e.code, 11000);
+        assert.deepEqual(e.keyPattern, { email: 1 });
+        assert.deepEqual(e.keyValue, { email: 'a@x' });
+        return true;
+      },
+    );
     await assert.rejects(coll.updateOne({ _id: 2 as never }, { $set: { email: 'a@x' } }), { code: 11000 });
     assert.equal((await coll.findOne({ _id: 2 as never }))?.email, 'b@x');
     // Missing fields index as null: a second document without the field collides too.
@@ -118,7 +138,11 @@ conformance('indexes', (target) => {
     await assert.rejects(sparse.insertOne({ _id: 4 as never, code: 'a' }), { code: 11000 });
     const partial = db().collection('ix_partial');
     await partial.createIndex({ sku: 1 }, { unique: true, partialFilterExpression: { active: true } });
-    await partial.insertMany([{ sku: 'p', active: false }, { sku: 'p', active: false }, { sku: 'p', active: true }]);
+    await partial.insertMany([
+      { sku: 'p', active: false },
+      { sku: 'p', active: false },
+      { sku: 'p', active: true },
+    ]);
     await assert.rejects(partial.insertOne({ sku: 'p', active: true }), { code: 11000 });
   });
 
@@ -127,9 +151,17 @@ conformance('indexes', (target) => {
     await coll.insertMany([{ a: 1 }, { a: 1.0 }, { p: [1, 2], q: [3, 4] }]);
     await assert.rejects(coll.createIndex({ a: 1 }, { unique: true }), { code: 11000 });
     await assert.rejects(coll.createIndex({ p: 1, q: 1 }), { code: 171, codeName: 'CannotIndexParallelArrays' });
-    assert.deepEqual((await coll.listIndexes().toArray()).map((i) => i.name), ['_id_']);
+    assert.deepEqual(
+      (await coll.listIndexes().toArray()).map((i) => i.name),
+      ['_id_'],
+    );
     // Arrays met inside embedded documents count too.
-    await db().collection('ix_build_nested').insertMany([{ s: { t: 1 }, u: [1] }, { s: { t: [1, 2] }, u: [3, 4] }]);
+    await db()
+      .collection('ix_build_nested')
+      .insertMany([
+        { s: { t: 1 }, u: [1] },
+        { s: { t: [1, 2] }, u: [3, 4] },
+      ]);
     await assert.rejects(db().collection('ix_build_nested').createIndex({ 's.t': 1, u: 1 }), { code: 171 });
     await coll.createIndex({ p: 1, r: 1 });
     await assert.rejects(coll.insertOne({ p: [1], r: [2, 3] }), { code: 171 });

@@ -30,7 +30,10 @@ conformance('limits', (target) => {
     const db = target().db;
     const tooMany = Array.from({ length: 100_001 }, (_, i) => ({ _id: i }));
     const invalidLength = { code: 16, codeName: 'InvalidLength' };
-    await assert.rejects(db.command({ insert: 'batch', documents: tooMany }), { ...invalidLength, message: 'Write batch sizes must be between 1 and 100000. Got 100001 operations.' });
+    await assert.rejects(db.command({ insert: 'batch', documents: tooMany }), {
+      ...invalidLength,
+      message: 'Write batch sizes must be between 1 and 100000. Got 100001 operations.',
+    });
     await assert.rejects(db.command({ insert: 'batch', documents: [] }), invalidLength);
     await assert.rejects(db.command({ update: 'batch', updates: tooMany.map((d) => ({ q: d, u: { $set: { a: 1 } } })) }), invalidLength);
     await assert.rejects(db.command({ delete: 'batch', deletes: tooMany.map((d) => ({ q: d, limit: 1 })) }), invalidLength);
@@ -41,7 +44,11 @@ conformance('limits', (target) => {
 
   test('unknown fields are refused by name on strictly parsed commands', async () => {
     const db = target().db;
-    const unknown = (field: string) => ({ code: 40415, codeName: 'IDLUnknownField', message: `BSON field '${field}' is an unknown field.` });
+    const unknown = (field: string) => ({
+      code: 40415,
+      codeName: 'IDLUnknownField',
+      message: `BSON field '${field}' is an unknown field.`,
+    });
     await assert.rejects(db.command({ find: 'strict', filtr: {} }), unknown('find.filtr'));
     await assert.rejects(db.command({ aggregate: 'strict', pipeline: [], cursor: {}, explainn: true }), unknown('aggregate.explainn'));
     await assert.rejects(db.command({ insert: 'strict', documents: [{}], orderd: false }), unknown('insert.orderd'));

@@ -21,28 +21,120 @@ conformance('queries', (target) => {
   const ids = (docs: Document[]) => docs.map((d) => d._id);
 
   test('comparison operators only match values of the same type family', async () => {
-    assert.deepEqual(ids(await people().find({ age: { $gt: 30 } }).sort({ _id: 1 }).toArray()), [1, 4]);
-    assert.deepEqual(ids(await people().find({ age: { $type: 'string' } }).toArray()), [2]);
+    assert.deepEqual(
+      ids(
+        await people()
+          .find({ age: { $gt: 30 } })
+          .sort({ _id: 1 })
+          .toArray(),
+      ),
+      [1, 4],
+    );
+    assert.deepEqual(
+      ids(
+        await people()
+          .find({ age: { $type: 'string' } })
+          .toArray(),
+      ),
+      [2],
+    );
     assert.deepEqual(ids(await people().find({ tags: 'b' }).sort({ _id: 1 }).toArray()), [1, 2]);
-    assert.deepEqual(ids(await people().find({ tags: { $size: 0 } }).toArray()), [4]);
-    assert.deepEqual(ids(await people().find({ tags: { $exists: false } }).toArray()), [3]);
+    assert.deepEqual(
+      ids(
+        await people()
+          .find({ tags: { $size: 0 } })
+          .toArray(),
+      ),
+      [4],
+    );
+    assert.deepEqual(
+      ids(
+        await people()
+          .find({ tags: { $exists: false } })
+          .toArray(),
+      ),
+      [3],
+    );
     assert.deepEqual(ids(await people().find({ 'arr.x': 2 }).toArray()), [1]);
-    assert.deepEqual(ids(await people().find({ grades: { $elemMatch: { $gte: 85, $lt: 90 } } }).sort({ _id: 1 }).toArray()), [1, 4]);
-    assert.deepEqual(ids(await people().find({ $expr: { $gt: [{ $size: '$grades' }, 2] } }).toArray()), [1]);
-    assert.deepEqual(ids(await people().find({ name: { $regex: '^[ab]' } }).sort({ _id: 1 }).toArray()), [1, 2]);
+    assert.deepEqual(
+      ids(
+        await people()
+          .find({ grades: { $elemMatch: { $gte: 85, $lt: 90 } } })
+          .sort({ _id: 1 })
+          .toArray(),
+      ),
+      [1, 4],
+    );
+    assert.deepEqual(
+      ids(
+        await people()
+          .find({ $expr: { $gt: [{ $size: '$grades' }, 2] } })
+          .toArray(),
+      ),
+      [1],
+    );
+    assert.deepEqual(
+      ids(
+        await people()
+          .find({ name: { $regex: '^[ab]' } })
+          .sort({ _id: 1 })
+          .toArray(),
+      ),
+      [1, 2],
+    );
   });
 
   test('$in on _id matches each listed value once, across numeric types, with the rest of the filter', async () => {
     const sorted = (docs: Document[]) => ids(docs).sort((a, b) => Number(a) - Number(b));
-    assert.deepEqual(sorted(await people().find({ _id: { $in: [3, 1, new Double(3), Long.fromNumber(1), 99, 'x'] } } as Document).toArray()), [1, 3]);
-    assert.deepEqual(sorted(await people().find({ _id: { $in: [1, 2, 3] }, age: { $type: 'number' } } as Document).toArray()), [1, 3]);
-    assert.deepEqual(ids(await people().find({ _id: { $in: [1, 2, 4] } } as Document).sort({ _id: -1 }).toArray()), [4, 2, 1]);
-    assert.deepEqual(ids(await people().find({ _id: { $in: [] } } as Document).toArray()), []);
-    assert.deepEqual(sorted(await people().find({ _id: { $in: [/x/, 2] } } as Document).toArray()), [2]);
+    assert.deepEqual(
+      sorted(
+        await people()
+          .find({ _id: { $in: [3, 1, new Double(3), Long.fromNumber(1), 99, 'x'] } } as Document)
+          .toArray(),
+      ),
+      [1, 3],
+    );
+    assert.deepEqual(
+      sorted(
+        await people()
+          .find({ _id: { $in: [1, 2, 3] }, age: { $type: 'number' } } as Document)
+          .toArray(),
+      ),
+      [1, 3],
+    );
+    assert.deepEqual(
+      ids(
+        await people()
+          .find({ _id: { $in: [1, 2, 4] } } as Document)
+          .sort({ _id: -1 })
+          .toArray(),
+      ),
+      [4, 2, 1],
+    );
+    assert.deepEqual(
+      ids(
+        await people()
+          .find({ _id: { $in: [] } } as Document)
+          .toArray(),
+      ),
+      [],
+    );
+    assert.deepEqual(
+      sorted(
+        await people()
+          .find({ _id: { $in: [/x/, 2] } } as Document)
+          .toArray(),
+      ),
+      [2],
+    );
   });
 
   test('inclusion and exclusion projections, _id kept unless excluded', async () => {
-    assert.deepEqual(await people().findOne({ _id: 1 as never }, { projection: { name: 1, 'n.x': 1 } }), { _id: 1, name: 'ann', n: { x: 1 } });
+    assert.deepEqual(await people().findOne({ _id: 1 as never }, { projection: { name: 1, 'n.x': 1 } }), {
+      _id: 1,
+      name: 'ann',
+      n: { x: 1 },
+    });
     assert.deepEqual(await people().findOne({ _id: 1 as never }, { projection: { _id: 0, 'arr.x': 1 } }), { arr: [{ x: 1 }, { x: 2 }] });
     assert.deepEqual(await people().findOne({ _id: 3 as never }, { projection: { grades: 0, n: 0 } }), { _id: 3, name: 'cy', age: 25 });
     assert.deepEqual(await people().findOne({ _id: 2 as never }, { projection: { _id: 1 } }), { _id: 2 });
@@ -139,7 +231,11 @@ conformance('queries', (target) => {
   test('a find on a view runs the view pipeline first', async () => {
     const db = target().db;
     await db.createCollection('adults', { viewOn: 'people', pipeline: [{ $match: { age: { $gte: 30 } } }, { $project: { tags: 0 } }] });
-    const docs = await db.collection('adults').find({ grades: { $gte: 90 } }, { projection: { name: 1 } }).sort({ name: -1 }).toArray();
+    const docs = await db
+      .collection('adults')
+      .find({ grades: { $gte: 90 } }, { projection: { name: 1 } })
+      .sort({ name: -1 })
+      .toArray();
     assert.deepEqual(docs, [{ _id: 1, name: 'ann' }]);
     assert.equal((await db.command({ count: 'adults' })).n, 2);
   });

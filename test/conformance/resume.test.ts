@@ -21,12 +21,22 @@ conformance('change stream resume', (target) => {
     const resumed = await openStream(db, 'r1', { resumeAfter: events[0]._id });
     const after = await readEvents(resumed, 2);
     await closeStream(resumed);
-    assert.deepEqual(after.map((e) => e.documentKey._id), [2, 3]);
-    assert.deepEqual(after.map((e) => e._id), events.slice(1).map((e) => e._id), 'the same tokens again');
+    assert.deepEqual(
+      after.map((e) => e.documentKey._id),
+      [2, 3],
+    );
+    assert.deepEqual(
+      after.map((e) => e._id),
+      events.slice(1).map((e) => e._id),
+      'the same tokens again',
+    );
     const atTime = await openStream(db, 'r1', { startAtOperationTime: new Timestamp({ t: t0.t, i: t0.i + 1 }) });
     const all = await readEvents(atTime, 3);
     await closeStream(atTime);
-    assert.deepEqual(all.map((e) => e.documentKey._id), [1, 2, 3]);
+    assert.deepEqual(
+      all.map((e) => e.documentKey._id),
+      [1, 2, 3],
+    );
   });
 
   test('a postBatchResumeToken resumes exactly after what the stream returned', async () => {
@@ -40,7 +50,10 @@ conformance('change stream resume', (target) => {
     const resumed = await openStream(db, 'r2', { resumeAfter: token });
     const events = await readEvents(resumed, 1);
     await closeStream(resumed);
-    assert.deepEqual(events.map((e) => e.documentKey._id), [3]);
+    assert.deepEqual(
+      events.map((e) => e.documentKey._id),
+      [3],
+    );
   });
 
   test('startAfter an invalidate opens a new stream; resumeAfter it is refused', async () => {
@@ -55,7 +68,10 @@ conformance('change stream resume', (target) => {
     const after = await openStream(db, 'r3', { startAfter: invalidate._id });
     const events = await readEvents(after, 1);
     await closeStream(after);
-    assert.deepEqual(events.map((e) => [e.operationType, e.documentKey?._id]), [['insert', 2]]);
+    assert.deepEqual(
+      events.map((e) => [e.operationType, e.documentKey?._id]),
+      [['insert', 2]],
+    );
   });
 
   test('conflicting resume options and malformed tokens get mongod errors', async () => {
@@ -64,7 +80,9 @@ conformance('change stream resume', (target) => {
     const token = stream.pbrt;
     await closeStream(stream);
     await assert.rejects(openStream(db, 'r4', { resumeAfter: token, startAfter: token }), { code: 50865 });
-    await assert.rejects(openStream(db, 'r4', { resumeAfter: token, startAtOperationTime: new Timestamp({ t: 1, i: 1 }) }), { code: 40674 });
+    await assert.rejects(openStream(db, 'r4', { resumeAfter: token, startAtOperationTime: new Timestamp({ t: 1, i: 1 }) }), {
+      code: 40674,
+    });
     await assert.rejects(openStream(db, 'r4', { resumeAfter: { _data: 'not hex!' } }), { code: 9, codeName: 'FailedToParse' });
     await assert.rejects(openStream(db, 'r4', { resumeAfter: { data: 'x' } }), { code: 40647 });
   });

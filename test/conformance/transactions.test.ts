@@ -21,9 +21,16 @@ conformance('transactions', (target) => {
       await coll.insertOne({ _id: 1 } as never, { session });
       await coll.insertOne({ _id: 2 } as never, { session });
       assert.equal((await coll.find({}, { session }).toArray()).length, 3, 'the transaction reads its own writes');
-      assert.deepEqual((await coll.find({}).toArray()).map((d) => d._id), [0], 'others do not see them');
+      assert.deepEqual(
+        (await coll.find({}).toArray()).map((d) => d._id),
+        [0],
+        'others do not see them',
+      );
       await session.commitTransaction();
-      assert.deepEqual((await coll.find({}).sort({ _id: 1 }).toArray()).map((d) => d._id), [0, 1, 2]);
+      assert.deepEqual(
+        (await coll.find({}).sort({ _id: 1 }).toArray()).map((d) => d._id),
+        [0, 1, 2],
+      );
     } finally {
       await session.endSession();
     }
@@ -41,7 +48,10 @@ conformance('transactions', (target) => {
       const txnNumber = (session as unknown as { serverSession: { txnNumber: number } }).serverSession.txnNumber;
       const err = await db
         .command({ insert: 'aborted', documents: [{ _id: 2 }], autocommit: false, txnNumber: BigInt(txnNumber) as never }, { session })
-        .then(() => undefined, (e: MongoServerError) => e);
+        .then(
+          () => undefined,
+          (e: MongoServerError) => e,
+        );
       assert.ok(err, 'continuing an aborted transaction fails');
       assert.equal(err.code, 251);
       assert.equal(err.codeName, 'NoSuchTransaction');
@@ -82,7 +92,10 @@ conformance('transactions', (target) => {
     }
     const events = await readEvents(stream, 2);
     await closeStream(stream);
-    assert.deepEqual(events.map((e) => e.ns.coll), ['txnevents', 'txnevents2']);
+    assert.deepEqual(
+      events.map((e) => e.ns.coll),
+      ['txnevents', 'txnevents2'],
+    );
     assert.ok(events[0].clusterTime.equals(events[1].clusterTime), 'one commit time');
     assert.ok(events[1]._id._data > events[0]._id._data, 'tokens still ordered within the transaction');
     for (const e of events) {
@@ -101,7 +114,10 @@ conformance('transactions', (target) => {
       first.startTransaction();
       second.startTransaction();
       await coll.updateOne({ _id: 1 } as never, { $inc: { n: 1 } }, { session: first });
-      const err = await coll.updateOne({ _id: 1 } as never, { $inc: { n: 10 } }, { session: second }).then(() => undefined, (e: MongoServerError) => e);
+      const err = await coll.updateOne({ _id: 1 } as never, { $inc: { n: 10 } }, { session: second }).then(
+        () => undefined,
+        (e: MongoServerError) => e,
+      );
       assert.ok(err, 'the second writer fails');
       assert.equal(err.code, 112);
       assert.ok(err.errorLabels?.includes('TransientTransactionError'));
@@ -126,7 +142,10 @@ conformance('transactions', (target) => {
       await coll.insertOne({ _id: 2 } as never);
       assert.equal((await coll.findOne({ _id: 1 } as never, { session }))?.n, 0, 'still the snapshot version');
       assert.equal((await coll.find({}, { session }).toArray()).length, 1, 'later inserts are not in the snapshot');
-      const err = await coll.updateOne({ _id: 1 } as never, { $inc: { n: 1 } }, { session }).then(() => undefined, (e: MongoServerError) => e);
+      const err = await coll.updateOne({ _id: 1 } as never, { $inc: { n: 1 } }, { session }).then(
+        () => undefined,
+        (e: MongoServerError) => e,
+      );
       assert.equal(err?.code, 112);
       assert.ok(err?.errorLabels?.includes('TransientTransactionError'));
       await session.abortTransaction().catch(() => {});

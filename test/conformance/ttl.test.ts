@@ -31,7 +31,12 @@ async function monitorPasses(count: number): Promise<void> {
 }
 
 async function ids(name: string): Promise<unknown[]> {
-  return (await db.collection(name).find({}, { sort: { _id: 1 } }).toArray()).map((d) => d._id);
+  return (
+    await db
+      .collection(name)
+      .find({}, { sort: { _id: 1 } })
+      .toArray()
+  ).map((d) => d._id);
 }
 
 const past = new Date(Date.now() - 3600_000);
@@ -39,21 +44,26 @@ const future = new Date(Date.now() + 3600_000);
 
 test('documents whose date is older than expireAfterSeconds are deleted; others stay', async () => {
   await db.collection('sessions').createIndex({ at: 1 }, { expireAfterSeconds: 60 });
-  await db.collection('sessions').insertMany([
-    { _id: 'old', at: past },
-    { _id: 'fresh', at: future },
-    { _id: 'notADate', at: 'yesterday' },
-    { _id: 'missing' },
-    { _id: 'arrayWithOld', at: [future, past] },
-    { _id: 'arrayAllFresh', at: [future] },
-  ] as never[]);
+  await db
+    .collection('sessions')
+    .insertMany([
+      { _id: 'old', at: past },
+      { _id: 'fresh', at: future },
+      { _id: 'notADate', at: 'yesterday' },
+      { _id: 'missing' },
+      { _id: 'arrayWithOld', at: [future, past] },
+      { _id: 'arrayAllFresh', at: [future] },
+    ] as never[]);
   await monitorPasses(2);
   assert.deepEqual(await ids('sessions'), ['arrayAllFresh', 'fresh', 'missing', 'notADate']);
 });
 
 test('a hidden TTL index still expires documents', async () => {
   await db.collection('hiddenTtl').createIndex({ at: 1 }, { expireAfterSeconds: 0, hidden: true });
-  await db.collection('hiddenTtl').insertMany([{ _id: 1, at: past }, { _id: 2, at: future }] as never[]);
+  await db.collection('hiddenTtl').insertMany([
+    { _id: 1, at: past },
+    { _id: 2, at: future },
+  ] as never[]);
   await monitorPasses(2);
   assert.deepEqual(await ids('hiddenTtl'), [2]);
 });

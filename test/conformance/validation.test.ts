@@ -36,7 +36,10 @@ conformance('document validation', (target) => {
     await assert.rejects(db.collection('both').insertOne({ _id: 1, b: 'ok' } as never), (e: ValidationError) => {
       assert.equal(e.errInfo?.details.operatorName, '$and');
       const clauses = e.errInfo?.details.clausesNotSatisfied as { index: number; details: { operatorName: string } }[];
-      assert.deepEqual(clauses.map((c) => [c.index, c.details.operatorName]), [[0, '$exists']]);
+      assert.deepEqual(
+        clauses.map((c) => [c.index, c.details.operatorName]),
+        [[0, '$exists']],
+      );
       return true;
     });
   });
@@ -44,7 +47,9 @@ conformance('document validation', (target) => {
   test('$jsonSchema tells BSON types apart and explains missing and mistyped properties', async () => {
     const db = target().db;
     await db.createCollection('schema', {
-      validator: { $jsonSchema: { bsonType: 'object', required: ['name'], properties: { n: { bsonType: 'int' }, name: { bsonType: 'string' } } } },
+      validator: {
+        $jsonSchema: { bsonType: 'object', required: ['name'], properties: { n: { bsonType: 'int' }, name: { bsonType: 'string' } } },
+      },
     });
     const coll = db.collection('schema');
     await coll.insertOne({ name: 'int', n: new Int32(1) });
@@ -52,11 +57,18 @@ conformance('document validation', (target) => {
     await assert.rejects(coll.insertOne({ _id: 'bad', n: new Double(2.5) } as never), (e: ValidationError) => {
       assert.equal(e.errInfo?.failingDocumentId, 'bad');
       assert.equal(e.errInfo?.details.operatorName, '$jsonSchema');
-      const rules = e.errInfo?.details.schemaRulesNotSatisfied as { operatorName: string; missingProperties?: string[]; propertiesNotSatisfied?: { propertyName: string }[] }[];
+      const rules = e.errInfo?.details.schemaRulesNotSatisfied as {
+        operatorName: string;
+        missingProperties?: string[];
+        propertiesNotSatisfied?: { propertyName: string }[];
+      }[];
       const required = rules.find((r) => r.operatorName === 'required');
       assert.deepEqual(required?.missingProperties, ['name']);
       const properties = rules.find((r) => r.operatorName === 'properties');
-      assert.deepEqual(properties?.propertiesNotSatisfied?.map((p) => p.propertyName), ['n']);
+      assert.deepEqual(
+        properties?.propertiesNotSatisfied?.map((p) => p.propertyName),
+        ['n'],
+      );
       return true;
     });
   });
@@ -73,7 +85,10 @@ conformance('document validation', (target) => {
   test('moderate validation leaves documents that were already invalid alone', async () => {
     const db = target().db;
     const coll = db.collection('moderate');
-    await coll.insertMany([{ _id: 'old', a: 1 }, { _id: 'good', a: 'x' }] as never[]);
+    await coll.insertMany([
+      { _id: 'old', a: 1 },
+      { _id: 'good', a: 'x' },
+    ] as never[]);
     await db.command({ collMod: 'moderate', validator: { a: { $type: 'string' } }, validationLevel: 'moderate' });
     await coll.updateOne({ _id: 'old' } as never, { $set: { b: 1 } });
     await assert.rejects(coll.updateOne({ _id: 'good' } as never, { $set: { a: 2 } }), { code: 121 });

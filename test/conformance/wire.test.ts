@@ -136,15 +136,23 @@ conformance('wire protocol', (target) => {
     connection.close();
   });
 
-  test('OP_MSG parse errors get mongod\'s error replies and the connection keeps serving', async (t) => {
+  test("OP_MSG parse errors get mongod's error replies and the connection keeps serving", async (t) => {
     const connection = await open(t);
     if (!connection) return;
     const cases: [string, Buffer, number][] = [
       ['unknown section kind', opMsg([body({ ping: 1, $db: 'admin' }), Buffer.from([7, 0, 0, 0, 0])]), 40432],
       ['two bodies', opMsg([body({ ping: 1, $db: 'admin' }), body({ ping: 1, $db: 'admin' })]), 40430],
       ['no body', opMsg([sequence('documents', [{ a: 1 }])]), 40587],
-      ['duplicate sequences', opMsg([body({ insert: 'x', $db: 'test' }), sequence('documents', [{ a: 1 }]), sequence('documents', [{ a: 2 }])]), 40431],
-      ['a field both in the body and a sequence', opMsg([body({ insert: 'x', documents: [], $db: 'test' }), sequence('documents', [{ a: 1 }])]), 40433],
+      [
+        'duplicate sequences',
+        opMsg([body({ insert: 'x', $db: 'test' }), sequence('documents', [{ a: 1 }]), sequence('documents', [{ a: 2 }])]),
+        40431,
+      ],
+      [
+        'a field both in the body and a sequence',
+        opMsg([body({ insert: 'x', documents: [], $db: 'test' }), sequence('documents', [{ a: 1 }])]),
+        40433,
+      ],
       ['no $db', opMsg([body({ ping: 1 })]), 40571],
     ];
     for (const [what, message, code] of cases) {
@@ -188,7 +196,10 @@ conformance('wire protocol', (target) => {
     const connection = await open(t);
     if (!connection) return;
     const query = (collection: string, doc: object) =>
-      frame(OP_QUERY, Buffer.concat([Buffer.alloc(4), cstring(collection), Buffer.alloc(4), Buffer.from([0xff, 0xff, 0xff, 0xff]), bson(doc)]));
+      frame(
+        OP_QUERY,
+        Buffer.concat([Buffer.alloc(4), cstring(collection), Buffer.alloc(4), Buffer.from([0xff, 0xff, 0xff, 0xff]), bson(doc)]),
+      );
     const hello = await connection.request(query('admin.$cmd', { isMaster: 1 }));
     assert.equal(hello?.ok, 1);
     assert.equal(hello?.ismaster, true);

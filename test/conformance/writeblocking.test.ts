@@ -44,7 +44,10 @@ describe('write blocking with access control [test cluster]', () => {
     const host = new URL(cluster.uri).host;
     root = await MongoClient.connect(`mongodb://admin:admin-pw@${host}/?replicaSet=rs0`);
     app = await MongoClient.connect(`mongodb://app:app-pw@${host}/?replicaSet=rs0`);
-    await app.db('shop').collection('orders').insertOne({ _id: 1, n: 1 } as never);
+    await app
+      .db('shop')
+      .collection('orders')
+      .insertOne({ _id: 1, n: 1 } as never);
   });
 
   after(async () => {
@@ -69,7 +72,13 @@ describe('write blocking with access control [test cluster]', () => {
       const unordered = await app.db('shop').command({ insert: 'orders', documents: [{ _id: 5 }, { _id: 6 }], ordered: false });
       assert.equal(unordered.ok, 1);
       assert.equal(unordered.n, 0);
-      assert.deepEqual(unordered.writeErrors.map((w: { index: number; code: number }) => [w.index, w.code]), [[0, 371], [1, 371]]);
+      assert.deepEqual(
+        unordered.writeErrors.map((w: { index: number; code: number }) => [w.index, w.code]),
+        [
+          [0, 371],
+          [1, 371],
+        ],
+      );
       await assert.rejects(app.db('shop').createCollection('more'), blocked);
       await assert.rejects(app.db('shop').command({ drop: 'orders' }), blocked);
       await assert.rejects(app.db('shop').command({ collMod: 'orders', validator: {} }), blocked);
@@ -77,11 +86,17 @@ describe('write blocking with access control [test cluster]', () => {
       await assert.rejects(orders.findOneAndUpdate({ _id: 1 } as never, { $set: { n: 3 } }), blocked);
       await assert.rejects(app.db('admin').command({ renameCollection: 'shop.orders', to: 'shop.renamed' }), blocked);
       assert.deepEqual(await orders.find().toArray(), [{ _id: 1, n: 1 }], 'reads still work and nothing changed');
-      await root.db('shop').collection('orders').insertOne({ _id: 3 } as never);
+      await root
+        .db('shop')
+        .collection('orders')
+        .insertOne({ _id: 3 } as never);
     } finally {
       await root.db('admin').command({ setUserWriteBlockMode: 1, global: false });
     }
     await orders.insertOne({ _id: 4 } as never);
-    assert.deepEqual((await orders.find().sort({ _id: 1 }).toArray()).map((d) => d._id), [1, 3, 4]);
+    assert.deepEqual(
+      (await orders.find().sort({ _id: 1 }).toArray()).map((d) => d._id),
+      [1, 3, 4],
+    );
   });
 });

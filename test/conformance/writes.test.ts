@@ -21,8 +21,18 @@ conformance('writes', (target) => {
 
   test('$inc and $mul follow mongod numeric types: int stays int, overflows to long, double wins', async () => {
     const coll = raw('arith');
-    await coll.insertOne({ _id: 1 as never, i: new Int32(1), big: new Int32(2147483647), d: new Double(1.5), l: Long.fromNumber(5), keep: new Double(2) });
-    await coll.updateOne({ _id: 1 as never }, { $inc: { i: new Int32(2), big: new Int32(1), l: new Int32(1) }, $mul: { d: new Int32(2), fresh: new Double(3) } });
+    await coll.insertOne({
+      _id: 1 as never,
+      i: new Int32(1),
+      big: new Int32(2147483647),
+      d: new Double(1.5),
+      l: Long.fromNumber(5),
+      keep: new Double(2),
+    });
+    await coll.updateOne(
+      { _id: 1 as never },
+      { $inc: { i: new Int32(2), big: new Int32(1), l: new Int32(1) }, $mul: { d: new Int32(2), fresh: new Double(3) } },
+    );
     const doc = (await typed('arith', 1))!;
     assert.equal(bsonType(doc.i), 'Int32');
     assert.equal(Number(doc.i), 3);
@@ -42,7 +52,11 @@ conformance('writes', (target) => {
 
   test('inserts replace top-level empty timestamps with the cluster time, and refuse array _ids', async () => {
     const coll = raw('inserts');
-    await coll.insertOne({ _id: new Timestamp({ t: 0, i: 0 }) as never, at: new Timestamp({ t: 0, i: 0 }), nested: { at: new Timestamp({ t: 0, i: 0 }) } });
+    await coll.insertOne({
+      _id: new Timestamp({ t: 0, i: 0 }) as never,
+      at: new Timestamp({ t: 0, i: 0 }),
+      nested: { at: new Timestamp({ t: 0, i: 0 }) },
+    });
     const doc = (await coll.findOne({}))!;
     assert.equal((doc._id as unknown as Timestamp).isZero(), true, '_id keeps its empty timestamp');
     assert.ok((doc.at as Timestamp).getHighBitsUnsigned() > 0, 'top-level empty timestamp replaced');
@@ -63,7 +77,9 @@ conformance('writes', (target) => {
     await coll.insertOne({ _id: 1 as never, a: new Double(1), m: new Int32(2), s: 'x', arr: [1, 2] });
     const same = await target().db.command({
       update: 'noop',
-      updates: [{ q: { _id: 1 }, u: { $set: { s: 'x', arr: [new Int32(1), new Int32(2)] }, $inc: { a: new Int32(0) }, $min: { m: new Int32(5) } } }],
+      updates: [
+        { q: { _id: 1 }, u: { $set: { s: 'x', arr: [new Int32(1), new Int32(2)] }, $inc: { a: new Int32(0) }, $min: { m: new Int32(5) } } },
+      ],
     });
     assert.equal(same.n, 1);
     assert.equal(same.nModified, 0);
@@ -84,13 +100,16 @@ conformance('writes', (target) => {
   test('array operators: $push with modifiers, $addToSet, $pop, $pull, $pullAll', async () => {
     const coll = raw('arrays');
     await coll.insertOne({ _id: 1 as never, p: [3, 1], s: [1, 2], q: [1, 2, 3], r: [{ x: 1 }, { x: 5 }, 7], all: [1, 2, 1, 3] });
-    await coll.updateOne({ _id: 1 as never }, {
-      $push: { p: { $each: [5, 0, 4], $sort: 1, $slice: 3 } } as never,
-      $addToSet: { s: { $each: [2, 3, 3] } } as never,
-      $pop: { q: -1 },
-      $pull: { r: { x: { $gte: 5 } } } as never,
-      $pullAll: { all: [1] } as never,
-    });
+    await coll.updateOne(
+      { _id: 1 as never },
+      {
+        $push: { p: { $each: [5, 0, 4], $sort: 1, $slice: 3 } } as never,
+        $addToSet: { s: { $each: [2, 3, 3] } } as never,
+        $pop: { q: -1 },
+        $pull: { r: { x: { $gte: 5 } } } as never,
+        $pullAll: { all: [1] } as never,
+      },
+    );
     const doc = (await coll.findOne({ _id: 1 as never }))!;
     assert.deepEqual(doc.p, [0, 1, 3]);
     assert.deepEqual(doc.s, [1, 2, 3]);
@@ -107,7 +126,15 @@ conformance('writes', (target) => {
   test('positional $, $[] and $[<id>] with arrayFilters', async () => {
     const coll = raw('positional');
     await coll.insertMany([
-      { _id: 1, grades: [80, 85, 80], items: [{ k: 'a', n: 1 }, { k: 'b', n: 2 }, { k: 'a', n: 3 }] },
+      {
+        _id: 1,
+        grades: [80, 85, 80],
+        items: [
+          { k: 'a', n: 1 },
+          { k: 'b', n: 2 },
+          { k: 'a', n: 3 },
+        ],
+      },
       { _id: 2, grades: [90, 80], items: [] },
     ] as never[]);
     await coll.updateOne({ _id: 1 as never, grades: 80 }, { $set: { 'grades.$': 82 } });
@@ -116,7 +143,11 @@ conformance('writes', (target) => {
     assert.deepEqual((await coll.findOne({ _id: 2 as never }))!.grades, [91, 81]);
     const r = await coll.updateOne({ _id: 1 as never }, { $set: { 'items.$[it].n': 0 } }, { arrayFilters: [{ 'it.k': 'a' }] });
     assert.equal(r.modifiedCount, 1);
-    assert.deepEqual((await coll.findOne({ _id: 1 as never }))!.items, [{ k: 'a', n: 0 }, { k: 'b', n: 2 }, { k: 'a', n: 0 }]);
+    assert.deepEqual((await coll.findOne({ _id: 1 as never }))!.items, [
+      { k: 'a', n: 0 },
+      { k: 'b', n: 2 },
+      { k: 'a', n: 0 },
+    ]);
     await assert.rejects(coll.updateOne({ _id: 2 as never }, { $set: { 'grades.$': 1 } }), { code: 2 });
     await assert.rejects(coll.updateOne({ _id: 1 as never }, { $set: { 'items.$[x].n': 1 } }), { code: 2 });
     await assert.rejects(coll.updateOne({ _id: 1 as never }, { $set: { a: 1 } }, { arrayFilters: [{ 'x.k': 1 }] }), { code: 9 });
@@ -191,7 +222,10 @@ conformance('writes', (target) => {
   });
 
   test('unordered updates report each failing statement and apply the others', async () => {
-    await raw('unordered').insertMany([{ _id: 1, a: 1 }, { _id: 2, a: 'x' }] as never[]);
+    await raw('unordered').insertMany([
+      { _id: 1, a: 1 },
+      { _id: 2, a: 'x' },
+    ] as never[]);
     const reply = await target().db.command({
       update: 'unordered',
       ordered: false,
@@ -203,7 +237,13 @@ conformance('writes', (target) => {
     });
     assert.equal(reply.n, 1);
     assert.equal(reply.nModified, 1);
-    assert.deepEqual(reply.writeErrors.map((w: { index: number; code: number }) => [w.index, w.code]), [[0, 14], [2, 66]]);
+    assert.deepEqual(
+      reply.writeErrors.map((w: { index: number; code: number }) => [w.index, w.code]),
+      [
+        [0, 14],
+        [2, 66],
+      ],
+    );
   });
 
   test('a result larger than 16 MiB fails with BSONObjectTooLarge', async () => {
@@ -218,7 +258,11 @@ conformance('writes', (target) => {
 
   test('delete honours limit 0/1 and refuses other limits', async () => {
     const db = target().db;
-    await raw('deletes').insertMany([{ _id: 1, k: 1 }, { _id: 2, k: 1 }, { _id: 3, k: 2 }] as never[]);
+    await raw('deletes').insertMany([
+      { _id: 1, k: 1 },
+      { _id: 2, k: 1 },
+      { _id: 3, k: 2 },
+    ] as never[]);
     assert.deepEqual(await db.command({ delete: 'deletes', deletes: [{ q: { k: 1 }, limit: 1 }] }).then((r) => r.n), 1);
     assert.deepEqual(await db.command({ delete: 'deletes', deletes: [{ q: {}, limit: 0 }] }).then((r) => r.n), 2);
     await assert.rejects(db.command({ delete: 'deletes', deletes: [{ q: {}, limit: 2 }] }), { code: 9, codeName: 'FailedToParse' });
@@ -226,7 +270,10 @@ conformance('writes', (target) => {
 
   test('findAndModify returns the document before or after, with lastErrorObject', async () => {
     const db = target().db;
-    await raw('fam').insertMany([{ _id: 1, n: 1, tag: 'b' }, { _id: 2, n: 2, tag: 'a' }] as never[]);
+    await raw('fam').insertMany([
+      { _id: 1, n: 1, tag: 'b' },
+      { _id: 2, n: 2, tag: 'a' },
+    ] as never[]);
     const before = await db.command({ findAndModify: 'fam', query: {}, sort: { tag: 1 }, update: { $inc: { n: 10 } } });
     assert.deepEqual(before.value, { _id: 2, n: 2, tag: 'a' });
     assert.deepEqual(before.lastErrorObject, { n: 1, updatedExisting: true });
@@ -256,7 +303,10 @@ conformance('writes', (target) => {
     await coll.updateOne({ _id: 1 as never }, [{ $set: { q: { $slice: ['$q', 2] } } }]);
     const events = await readEvents(stream, 3);
     await closeStream(stream);
-    assert.deepEqual(events.map((e) => e.operationType), ['update', 'update', 'update']);
+    assert.deepEqual(
+      events.map((e) => e.operationType),
+      ['update', 'update', 'update'],
+    );
     assert.deepEqual(events[0].updateDescription, { updatedFields: { 'arr.3': 4, 'arr.4': 5 }, removedFields: [], truncatedArrays: [] });
     const second = events[1].updateDescription;
     assert.deepEqual(second.updatedFields, { arr: [1, 2, 3, 4], 'n.y': 2, m: { z: 3 } });

@@ -34,9 +34,21 @@ describe('crash safety', () => {
     const db = `crash_cea_${RUN}`;
     await seed(clusters.source, db, 300);
     const logDir = mkdtempSync(join(tmpdir(), 'ferry-cea-crash-'));
-    const args = ['--cluster0', clusters.pair.cluster0, '--cluster1', clusters.pair.cluster1, '--id', `crash-cea-${RUN}`, '--applyLanes', '4'];
+    const args = [
+      '--cluster0',
+      clusters.pair.cluster0,
+      '--cluster1',
+      clusters.pair.cluster1,
+      '--id',
+      `crash-cea-${RUN}`,
+      '--applyLanes',
+      '4',
+    ];
     const first = await startFerry(args, ENV, logDir);
-    assert.equal((await first.post('start', { source: 'cluster0', destination: 'cluster1', includeNamespaces: [{ database: db }] })).status, 200);
+    assert.equal(
+      (await first.post('start', { source: 'cluster0', destination: 'cluster1', includeNamespaces: [{ database: db }] })).status,
+      200,
+    );
     await first.waitForProgress((p) => p.canCommit === true, 60_000);
 
     // Kill in the middle of a workload, once some of it is applied and recorded.
@@ -60,7 +72,9 @@ describe('crash safety', () => {
       assert.equal((await second.progress()).state, 'RUNNING', 'the sync continues by itself');
       await playOperations(clusters.source, db, sampleOperations(405, 100, 1));
       await second.waitForProgress((p) => p.canCommit === true && p.lagTimeSeconds === 0, 60_000);
-      const resumed = second.log().find((line) => String(line.message).startsWith('Change-event application resuming after its recorded position'));
+      const resumed = second
+        .log()
+        .find((line) => String(line.message).startsWith('Change-event application resuming after its recorded position'));
       assert.ok(resumed !== undefined, 'resumed from the recorded resume token, not from T0');
       assert.equal((await second.post('commit', {})).status, 200);
       await second.waitForProgress((p) => p.state === 'COMMITTED', 60_000);
@@ -77,17 +91,29 @@ describe('crash safety', () => {
     const id = `crash-commit-${RUN}`;
     const args = ['--cluster0', clusters.pair.cluster0, '--cluster1', clusters.pair.cluster1, '--id', id, '--applyLanes', '2'];
     const first = await startFerry(args, ENV, logDir);
-    assert.equal((await first.post('start', { source: 'cluster0', destination: 'cluster1', includeNamespaces: [{ database: db }] })).status, 200);
+    assert.equal(
+      (await first.post('start', { source: 'cluster0', destination: 'cluster1', includeNamespaces: [{ database: db }] })).status,
+      200,
+    );
     await first.waitForProgress((p) => p.canCommit === true, 60_000);
 
     // A backlog of events at commit time, and a duplicate on the destination that holds the
     // commit in COMMITTING (its unique index cannot be restored) until it is removed.
-    await clusters.destination.db(db).collection('c0').insertOne({ _id: 'duplicate', n: 250 } as Document);
+    await clusters.destination
+      .db(db)
+      .collection('c0')
+      .insertOne({ _id: 'duplicate', n: 250 } as Document);
     await playOperations(clusters.source, db, sampleOperations(505, 400, 0));
     assert.equal((await first.post('commit', {})).status, 200);
     await kill(first);
-    const commitRecord = await clusters.destination.db(METADATA_DATABASE).collection<Document>('commit').findOne({ _id: id } as Document);
-    const resume = await clusters.destination.db(METADATA_DATABASE).collection<Document>('resume').findOne({ _id: id } as Document);
+    const commitRecord = await clusters.destination
+      .db(METADATA_DATABASE)
+      .collection<Document>('commit')
+      .findOne({ _id: id } as Document);
+    const resume = await clusters.destination
+      .db(METADATA_DATABASE)
+      .collection<Document>('resume')
+      .findOne({ _id: id } as Document);
     assert.equal(resume?.state, 'COMMITTING');
     assert.ok(commitRecord?.commitPoint !== undefined && commitRecord.completedAt === undefined);
 
@@ -96,7 +122,10 @@ describe('crash safety', () => {
       assert.equal((await second.progress()).state, 'COMMITTING', 'recovered in COMMITTING');
       const waiting = await second.waitForProgress((p) => p.warnings?.some((w: string) => w.includes('"n_1"')), 60_000);
       assert.equal(waiting.state, 'COMMITTING');
-      await clusters.destination.db(db).collection('c0').deleteOne({ _id: 'duplicate' } as Document);
+      await clusters.destination
+        .db(db)
+        .collection('c0')
+        .deleteOne({ _id: 'duplicate' } as Document);
       const done = await second.waitForProgress((p) => p.state === 'COMMITTED', 60_000);
       assert.equal(done.canWrite, true);
     } finally {

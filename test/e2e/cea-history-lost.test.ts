@@ -30,15 +30,24 @@ describe('change stream history lost', { skip: local ? false : 'needs a source w
 
   it('pauses the sync and says what to do, instead of skipping changes', async () => {
     const db = `lost_${RUN}`;
-    await source.db(db).collection('items').insertMany(Array.from({ length: 10 }, (_, i) => ({ _id: i })) as Document[]);
+    await source
+      .db(db)
+      .collection('items')
+      .insertMany(Array.from({ length: 10 }, (_, i) => ({ _id: i })) as Document[]);
     const ferry = await startFerry(['--cluster0', pair.cluster0, '--cluster1', pair.cluster1, '--id', `lost-${RUN}`]);
     try {
-      assert.equal((await ferry.post('start', { source: 'cluster0', destination: 'cluster1', includeNamespaces: [{ database: db }] })).status, 200);
+      assert.equal(
+        (await ferry.post('start', { source: 'cluster0', destination: 'cluster1', includeNamespaces: [{ database: db }] })).status,
+        200,
+      );
       await ferry.waitForProgress((p) => p.canCommit === true, 60_000);
       assert.equal((await ferry.post('pause', {})).status, 200);
       // About 3 MiB of writes roll the 1 MiB oplog past the recorded resume point.
       for (let i = 0; i < 30; i++) {
-        await source.db(db).collection('items').insertMany(Array.from({ length: 10 }, (_, k) => ({ _id: 1000 + i * 10 + k, pad: 'x'.repeat(10_000) })) as Document[]);
+        await source
+          .db(db)
+          .collection('items')
+          .insertMany(Array.from({ length: 10 }, (_, k) => ({ _id: 1000 + i * 10 + k, pad: 'x'.repeat(10_000) })) as Document[]);
       }
       assert.equal((await ferry.post('resume', {})).status, 200);
       const stopped = await ferry.waitForProgress((p) => p.state === 'PAUSED', 60_000);
@@ -48,7 +57,10 @@ describe('change stream history lost', { skip: local ? false : 'needs a source w
       assert.match(warning, /oplog/);
       assert.match(warning, /from the beginning/);
       assert.equal(stopped.canCommit, false);
-      assert.ok(ferry.log().some((line) => line.level === 'error' && String(line.message).includes('history was lost')), 'the log says it too');
+      assert.ok(
+        ferry.log().some((line) => line.level === 'error' && String(line.message).includes('history was lost')),
+        'the log says it too',
+      );
     } finally {
       assert.equal(await ferry.stop(), 0);
     }

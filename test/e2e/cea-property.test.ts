@@ -42,8 +42,22 @@ async function converges(testCase: Case): Promise<void> {
     await source.collection(coll).insertMany(docs as Document[]);
   }
   const ferry = await startFerry([
-    '--cluster0', clusters.pair.cluster0, '--cluster1', clusters.pair.cluster1, '--id', `prop-${RUN}-${run}`,
-    '--applyLanes', String(testCase.lanes), '--copyWorkers', '1', '--batchesInFlight', '1', '--batchBytes', String(testCase.copyBatchBytes), '--partitionSizeMB', '1',
+    '--cluster0',
+    clusters.pair.cluster0,
+    '--cluster1',
+    clusters.pair.cluster1,
+    '--id',
+    `prop-${RUN}-${run}`,
+    '--applyLanes',
+    String(testCase.lanes),
+    '--copyWorkers',
+    '1',
+    '--batchesInFlight',
+    '1',
+    '--batchBytes',
+    String(testCase.copyBatchBytes),
+    '--partitionSizeMB',
+    '1',
   ]);
   try {
     const filter = [{ database: db }];
@@ -65,7 +79,15 @@ async function converges(testCase: Case): Promise<void> {
 describe('convergence (property)', () => {
   it('a committed sync leaves the destination equal to the source, whatever the workload and its interleaving with the copy', async () => {
     // FERRY_PROPERTY_RUNS for a longer hunt; FERRY_PROPERTY_SEED (and _PATH) to replay a failure.
-    const replay = process.env.FERRY_PROPERTY_SEED === undefined ? {} : { seed: Number(process.env.FERRY_PROPERTY_SEED), path: process.env.FERRY_PROPERTY_PATH };
-    await fc.assert(fc.asyncProperty(cases, converges), { numRuns: Number(process.env.FERRY_PROPERTY_RUNS ?? 6), endOnFailure: true, includeErrorInReport: true, ...replay });
+    const replay =
+      process.env.FERRY_PROPERTY_SEED === undefined
+        ? {}
+        : { seed: Number(process.env.FERRY_PROPERTY_SEED), path: process.env.FERRY_PROPERTY_PATH };
+    await fc.assert(fc.asyncProperty(cases, converges), {
+      numRuns: Number(process.env.FERRY_PROPERTY_RUNS ?? 6),
+      endOnFailure: true,
+      includeErrorInReport: true,
+      ...replay,
+    });
   });
 });

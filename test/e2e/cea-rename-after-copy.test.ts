@@ -32,37 +32,67 @@ async function updateThenRename(scenario: Scenario): Promise<void> {
   const db1 = `ren_${RUN}_${run}_a`;
   const db2 = `ren_${RUN}_${run}_b`;
   const source = clusters.source;
-  await source.db(db1).collection('A').insertMany(Array.from({ length: 20 }, (_, k) => ({ _id: k, n: k, state: 'before' })) as Document[]);
-  await source.db(db2).collection('other').insertOne({ _id: 1 } as Document);
+  await source
+    .db(db1)
+    .collection('A')
+    .insertMany(Array.from({ length: 20 }, (_, k) => ({ _id: k, n: k, state: 'before' })) as Document[]);
+  await source
+    .db(db2)
+    .collection('other')
+    .insertOne({ _id: 1 } as Document);
   const filter = scenario.filter(db1, db2);
-  const ferry = await startFerry(['--cluster0', clusters.pair.cluster0, '--cluster1', clusters.pair.cluster1, '--id', `ren-${RUN}-${run}`, '--applyLanes', '2']);
+  const ferry = await startFerry([
+    '--cluster0',
+    clusters.pair.cluster0,
+    '--cluster1',
+    clusters.pair.cluster1,
+    '--id',
+    `ren-${RUN}-${run}`,
+    '--applyLanes',
+    '2',
+  ]);
   try {
     const started = await ferry.post('start', { source: 'cluster0', destination: 'cluster1', includeNamespaces: filter });
     assert.equal(started.status, 200, JSON.stringify(started.body));
     await ferry.waitForProgress((p) => p.canCommit === true, 60_000);
     // Applied after the copy: not a rename that may have raced it.
-    await source.db(db1).collection('A').updateOne({ _id: 0 } as Document, { $set: { state: 'warm-up' } });
+    await source
+      .db(db1)
+      .collection('A')
+      .updateOne({ _id: 0 } as Document, { $set: { state: 'warm-up' } });
     await ferry.waitForProgress((p) => p.canCommit === true && p.lagTimeSeconds === 0, 60_000);
 
     const paused = await ferry.post('pause', {});
     assert.equal(paused.status, 200, JSON.stringify(paused.body));
-    await source.db(db1).collection('A').updateOne({ _id: 7 } as Document, { $set: { state: 'after' } });
+    await source
+      .db(db1)
+      .collection('A')
+      .updateOne({ _id: 7 } as Document, { $set: { state: 'after' } });
     for (const [from, to] of scenario.renames(db1, db2)) {
       await source.db('admin').command({ renameCollection: from, to });
     }
     assert.equal((await ferry.post('resume', {})).status, 200);
 
     // Something after the renames, so that reaching it means the renames were applied.
-    await source.db(db2).collection('other').insertOne({ _id: 2 } as Document);
+    await source
+      .db(db2)
+      .collection('other')
+      .insertOne({ _id: 2 } as Document);
     await ferry.waitForProgress((p) => p.canCommit === true && p.lagTimeSeconds === 0, 60_000);
     const deadline = Date.now() + 30_000;
     while ((await clusters.destination.db(db2).collection('other').countDocuments()) < 2 && Date.now() < deadline) {
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
     const [db, coll] = scenario.final(db1, db2);
-    const expected = await source.db(db).collection(coll).findOne({ _id: 7 } as Document);
+    const expected = await source
+      .db(db)
+      .collection(coll)
+      .findOne({ _id: 7 } as Document);
     assert.equal(expected?.state, 'after');
-    const actual = await clusters.destination.db(db).collection(coll).findOne({ _id: 7 } as Document);
+    const actual = await clusters.destination
+      .db(db)
+      .collection(coll)
+      .findOne({ _id: 7 } as Document);
     assert.deepEqual(actual, expected, `the destination's ${db}.${coll} document _id 7 equals the source's`);
 
     assert.equal((await ferry.post('commit', {})).status, 200);
@@ -84,7 +114,10 @@ describe('an update whose collection is renamed before the stream reads it, afte
 
   it('across databases, only the two collections selected', () =>
     updateThenRename({
-      filter: (db1, db2) => [{ database: db1, collections: ['A'] }, { database: db2, collections: ['B', 'other'] }],
+      filter: (db1, db2) => [
+        { database: db1, collections: ['A'] },
+        { database: db2, collections: ['B', 'other'] },
+      ],
       renames: (db1, db2) => [[`${db1}.A`, `${db2}.B`]],
       final: (_db1, db2) => [db2, 'B'],
     }));

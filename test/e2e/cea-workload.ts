@@ -51,7 +51,10 @@ const value: fc.Arbitrary<unknown> = fc.oneof(
   fc.integer({ min: 0, max: 3 }).map((n) => Long.fromNumber(n)),
   fc.string({ maxLength: 6 }),
   fc.constant(null),
-  fc.array(fc.integer({ min: 0, max: 9 }).map((n) => new Int32(n)), { maxLength: 3 }),
+  fc.array(
+    fc.integer({ min: 0, max: 9 }).map((n) => new Int32(n)),
+    { maxLength: 3 },
+  ),
   fc.record({ x: fc.integer({ min: 0, max: 3 }).map((n) => new Int32(n)), y: fc.string({ maxLength: 3 }) }),
 );
 
@@ -74,11 +77,27 @@ const crud: fc.Arbitrary<Op> = fc.oneof(
 );
 
 const ddl: fc.Arbitrary<Op> = fc.oneof(
-  fc.record({ kind: fc.constant('createIndex' as const), coll: collection, field: fc.constantFrom('a', 'b', 'n'), unique: fc.boolean(), hidden: fc.boolean(), ttl: fc.boolean() }),
+  fc.record({
+    kind: fc.constant('createIndex' as const),
+    coll: collection,
+    field: fc.constantFrom('a', 'b', 'n'),
+    unique: fc.boolean(),
+    hidden: fc.boolean(),
+    ttl: fc.boolean(),
+  }),
   fc.record({ kind: fc.constant('dropIndex' as const), coll: collection, field: fc.constantFrom('a', 'b', 'n') }),
   fc.record({ kind: fc.constant('hideIndex' as const), coll: collection, field: fc.constantFrom('a', 'b', 'n'), hidden: fc.boolean() }),
-  fc.record({ kind: fc.constant('ttl' as const), coll: collection, field: fc.constantFrom('a', 'b', 'n'), seconds: fc.integer({ min: 100_000, max: 200_000 }) }),
-  fc.record({ kind: fc.constant('rename' as const), from: fc.constantFrom<Coll>(...SYNCED, EXCLUDED), to: fc.constantFrom<Coll>(...SYNCED, EXCLUDED) }),
+  fc.record({
+    kind: fc.constant('ttl' as const),
+    coll: collection,
+    field: fc.constantFrom('a', 'b', 'n'),
+    seconds: fc.integer({ min: 100_000, max: 200_000 }),
+  }),
+  fc.record({
+    kind: fc.constant('rename' as const),
+    from: fc.constantFrom<Coll>(...SYNCED, EXCLUDED),
+    to: fc.constantFrom<Coll>(...SYNCED, EXCLUDED),
+  }),
   fc.record({ kind: fc.constant('drop' as const), coll: collection }),
   fc.record({ kind: fc.constant('create' as const), coll: collection, validated: fc.boolean() }),
 );
@@ -99,14 +118,27 @@ export function sampleOperations(seed: number, count: number, ddlWeight = 1): Op
 /** Initial documents: `count` per synced collection, with every kind of index the sync must carry. */
 export async function seed(client: MongoClient, db: string, count: number): Promise<void> {
   for (const [i, coll] of SYNCED.entries()) {
-    const docs = Array.from({ length: count }, (_, k) => ({ _id: k, n: new Int32(k), a: `v${k % 7}`, b: k % 3, at: new Date(1_700_000_000_000 + k), pad: 'p'.repeat(100 + i) }));
-    await client.db(db).collection(coll).insertMany(docs as Document[]);
+    const docs = Array.from({ length: count }, (_, k) => ({
+      _id: k,
+      n: new Int32(k),
+      a: `v${k % 7}`,
+      b: k % 3,
+      at: new Date(1_700_000_000_000 + k),
+      pad: 'p'.repeat(100 + i),
+    }));
+    await client
+      .db(db)
+      .collection(coll)
+      .insertMany(docs as Document[]);
   }
   const c0 = client.db(db).collection('c0');
   await c0.createIndex({ n: 1 }, { name: 'n_1', unique: true });
   await c0.createIndex({ at: 1 }, { name: 'at_1', expireAfterSeconds: 10 * 365 * 86_400 });
   await c0.createIndex({ a: 1, b: -1 }, { name: 'a_1_b_-1', hidden: true });
-  await client.db(db).collection('c1').createIndex({ b: 1 }, { name: 'b_1', partialFilterExpression: { b: { $gt: 0 } } });
+  await client
+    .db(db)
+    .collection('c1')
+    .createIndex({ b: 1 }, { name: 'b_1', partialFilterExpression: { b: { $gt: 0 } } });
 }
 
 /** What playing operations did. */
@@ -136,12 +168,18 @@ async function play(client: MongoClient, db: string, op: Op, session?: import('m
       await database.collection(op.coll).updateOne({ _id: op.key } as Document, { $unset: { [op.field]: '' } }, options);
       return;
     case 'push':
-      await database.collection(op.coll).updateOne({ _id: op.key } as Document, { $push: { tags: { $each: [op.value], $slice: -4 } } } as Document, options);
+      await database
+        .collection(op.coll)
+        .updateOne({ _id: op.key } as Document, { $push: { tags: { $each: [op.value], $slice: -4 } } } as Document, options);
       return;
     case 'pipeline':
       await database
         .collection(op.coll)
-        .updateOne({ _id: op.key } as Document, [{ $set: { label: { $concat: [{ $toString: '$n' }, op.text] }, old: '$$REMOVE' } }], options);
+        .updateOne(
+          { _id: op.key } as Document,
+          [{ $set: { label: { $concat: [{ $toString: '$n' }, op.text] }, old: '$$REMOVE' } }],
+          options,
+        );
       return;
     case 'replace':
       await database.collection(op.coll).replaceOne({ _id: op.key } as Document, op.doc, options);
@@ -153,17 +191,22 @@ async function play(client: MongoClient, db: string, op: Op, session?: import('m
       await database.collection(op.coll).deleteOne({ _id: op.key } as Document, options);
       return;
     case 'deleteRange':
-      await database.collection(op.coll).deleteMany({ _id: { $gte: Math.min(op.from, op.to), $lte: Math.max(op.from, op.to) } } as Document, options);
+      await database
+        .collection(op.coll)
+        .deleteMany({ _id: { $gte: Math.min(op.from, op.to), $lte: Math.max(op.from, op.to) } } as Document, options);
       return;
     case 'transaction':
       return; // played by playOperations
     case 'createIndex':
-      await database.collection(op.coll).createIndex({ [op.field]: 1 }, {
-        name: indexName(op.field),
-        ...(op.unique ? { unique: true } : {}),
-        ...(op.hidden ? { hidden: true } : {}),
-        ...(op.ttl ? { expireAfterSeconds: 10 * 365 * 86_400 } : {}),
-      });
+      await database.collection(op.coll).createIndex(
+        { [op.field]: 1 },
+        {
+          name: indexName(op.field),
+          ...(op.unique ? { unique: true } : {}),
+          ...(op.hidden ? { hidden: true } : {}),
+          ...(op.ttl ? { expireAfterSeconds: 10 * 365 * 86_400 } : {}),
+        },
+      );
       return;
     case 'dropIndex':
       await database.collection(op.coll).dropIndex(indexName(op.field));
@@ -187,14 +230,21 @@ async function play(client: MongoClient, db: string, op: Op, session?: import('m
 }
 
 /** Plays operations one after the other; `between` runs after each (e.g. to interleave checks). */
-export async function playOperations(client: MongoClient, db: string, ops: readonly Op[], between?: (index: number) => Promise<void>): Promise<PlayStats> {
+export async function playOperations(
+  client: MongoClient,
+  db: string,
+  ops: readonly Op[],
+  between?: (index: number) => Promise<void>,
+): Promise<PlayStats> {
   const stats: PlayStats = { applied: 0, refused: 0 };
   for (const [index, op] of ops.entries()) {
     try {
       if (op.kind === 'transaction') {
-        await client.withSession((session) => session.withTransaction(async () => {
-          for (const inner of op.ops) await play(client, db, inner, session);
-        }));
+        await client.withSession((session) =>
+          session.withTransaction(async () => {
+            for (const inner of op.ops) await play(client, db, inner, session);
+          }),
+        );
       } else {
         await play(client, db, op);
       }

@@ -44,9 +44,23 @@ describe('change-event application with a random workload during and after the c
 
   before(async () => {
     await seed(clusters.source, DB, 3000);
-    await clusters.source.db(DB).collection(EXCLUDED).insertOne({ _id: 1, outside: true } as Document);
-    await clusters.source.db(`elsewhere_${RUN}`).collection('x').insertOne({ _id: 1 } as Document);
-    ferry = await startFerry(['--cluster0', clusters.pair.cluster0, '--cluster1', clusters.pair.cluster1, '--id', `cea-${RUN}`, ...COPY_FLAGS]);
+    await clusters.source
+      .db(DB)
+      .collection(EXCLUDED)
+      .insertOne({ _id: 1, outside: true } as Document);
+    await clusters.source
+      .db(`elsewhere_${RUN}`)
+      .collection('x')
+      .insertOne({ _id: 1 } as Document);
+    ferry = await startFerry([
+      '--cluster0',
+      clusters.pair.cluster0,
+      '--cluster1',
+      clusters.pair.cluster1,
+      '--id',
+      `cea-${RUN}`,
+      ...COPY_FLAGS,
+    ]);
     const started = await ferry.post('start', { source: 'cluster0', destination: 'cluster1', ...filterFor(DB) });
     assert.equal(started.status, 200, JSON.stringify(started.body));
   });
@@ -65,8 +79,14 @@ describe('change-event application with a random workload during and after the c
       samples.push(progress);
       copying = !copyFinished(progress);
     });
-    await clusters.source.db(`elsewhere_${RUN}`).collection('x').insertOne({ _id: 2 } as Document);
-    assert.ok(samples.some((p) => p.info === 'collection copy'), 'the workload ran during the copy');
+    await clusters.source
+      .db(`elsewhere_${RUN}`)
+      .collection('x')
+      .insertOne({ _id: 2 } as Document);
+    assert.ok(
+      samples.some((p) => p.info === 'collection copy'),
+      'the workload ran during the copy',
+    );
     assert.ok(
       samples.some((p) => p.info === 'collection copy' && p.totalEventsApplied > 0),
       `events were applied before the copy ended: ${JSON.stringify(samples.map((p) => [p.info, p.totalEventsApplied]))}`,
@@ -97,7 +117,10 @@ describe('change-event application with a random workload during and after the c
     const names = (await clusters.destination.db(DB).listCollections({}, { nameOnly: true }).toArray()).map((c) => c.name);
     assert.equal(names.includes(EXCLUDED), false);
     const { databases } = await clusters.destination.db('admin').command({ listDatabases: 1, nameOnly: true });
-    assert.equal((databases as { name: string }[]).some((d) => d.name === `elsewhere_${RUN}`), false);
+    assert.equal(
+      (databases as { name: string }[]).some((d) => d.name === `elsewhere_${RUN}`),
+      false,
+    );
   });
 });
 
@@ -106,7 +129,16 @@ describe('pause and resume during change-event application', () => {
 
   it('stops applying while PAUSED (lag null), continues from where it stopped after resume, and loses nothing', async () => {
     await seed(clusters.source, DB, 200);
-    const ferry = await startFerry(['--cluster0', clusters.pair.cluster0, '--cluster1', clusters.pair.cluster1, '--id', `cea-pause-${RUN}`, '--applyLanes', '3']);
+    const ferry = await startFerry([
+      '--cluster0',
+      clusters.pair.cluster0,
+      '--cluster1',
+      clusters.pair.cluster1,
+      '--id',
+      `cea-pause-${RUN}`,
+      '--applyLanes',
+      '3',
+    ]);
     try {
       assert.equal((await ferry.post('start', { source: 'cluster0', destination: 'cluster1', ...filterFor(DB) })).status, 200);
       await ferry.waitForProgress((p) => p.canCommit === true, 60_000);
@@ -120,7 +152,11 @@ describe('pause and resume during change-event application', () => {
 
       const destinationCount = () => clusters.destination.db(DB).collection('c1').countDocuments();
       const countAtPause = await destinationCount();
-      for (let k = 0; k < 40; k++) await clusters.source.db(DB).collection('c1').insertOne({ _id: 10_000 + k, whilePaused: true } as Document);
+      for (let k = 0; k < 40; k++)
+        await clusters.source
+          .db(DB)
+          .collection('c1')
+          .insertOne({ _id: 10_000 + k, whilePaused: true } as Document);
       await new Promise((resolve) => setTimeout(resolve, 1500));
       assert.equal(await destinationCount(), countAtPause, 'nothing applied while paused');
 
@@ -141,9 +177,19 @@ describe('a change event the destination refuses', () => {
   it('stops application and pauses the sync naming the problem, even when no event follows, so it cannot be committed past', async () => {
     const items = clusters.source.db(DB).collection('items');
     await items.insertMany(Array.from({ length: 10 }, (_, i) => ({ _id: i, n: i })) as Document[]);
-    const ferry = await startFerry(['--cluster0', clusters.pair.cluster0, '--cluster1', clusters.pair.cluster1, '--id', `cea-refused-${RUN}`]);
+    const ferry = await startFerry([
+      '--cluster0',
+      clusters.pair.cluster0,
+      '--cluster1',
+      clusters.pair.cluster1,
+      '--id',
+      `cea-refused-${RUN}`,
+    ]);
     try {
-      assert.equal((await ferry.post('start', { source: 'cluster0', destination: 'cluster1', includeNamespaces: [{ database: DB }] })).status, 200);
+      assert.equal(
+        (await ferry.post('start', { source: 'cluster0', destination: 'cluster1', includeNamespaces: [{ database: DB }] })).status,
+        200,
+      );
       await ferry.waitForProgress((p) => p.canCommit === true, 60_000);
       // The destination collection becomes a view: applying a write there fails for good.
       await clusters.destination.db(DB).dropCollection('items');

@@ -39,7 +39,11 @@ async function refused(write: Promise<unknown>): Promise<boolean> {
     await write;
     return false;
   } catch (error) {
-    if (error instanceof MongoServerError && (error.code === 371 || error.codeName === 'UserWritesBlocked' || String(error.message).includes('User writes blocked'))) return true;
+    if (
+      error instanceof MongoServerError &&
+      (error.code === 371 || error.codeName === 'UserWritesBlocked' || String(error.message).includes('User writes blocked'))
+    )
+      return true;
     throw error;
   }
 }
@@ -62,25 +66,85 @@ describe('write blocking', { skip: local ? false : 'needs test clusters started 
   });
 
   async function ferryFor(id: string, user = 'ferry', password = 'ferry-pw'): Promise<FerryProcess> {
-    return startFerry(['--cluster0', as(source.uri, user, password), '--cluster1', as(destination.uri, user, password), '--id', `${id}-${RUN}`]);
+    return startFerry([
+      '--cluster0',
+      as(source.uri, user, password),
+      '--cluster1',
+      as(destination.uri, user, password),
+      '--id',
+      `${id}-${RUN}`,
+    ]);
   }
 
   it('sourceAndDestination: destination blocked during the sync, source from commit on; Ferry writes throughout', async () => {
     const db = `wb_both_${RUN}`;
-    await appSource.db(db).collection('orders').insertOne({ _id: 1 } as Document);
+    await appSource
+      .db(db)
+      .collection('orders')
+      .insertOne({ _id: 1 } as Document);
     const ferry = await ferryFor('wb-both');
     try {
-      const started = await ferry.post('start', { source: 'cluster0', destination: 'cluster1', enableUserWriteBlocking: 'sourceAndDestination', includeNamespaces: [{ database: db }] });
+      const started = await ferry.post('start', {
+        source: 'cluster0',
+        destination: 'cluster1',
+        enableUserWriteBlocking: 'sourceAndDestination',
+        includeNamespaces: [{ database: db }],
+      });
       assert.equal(started.status, 200, JSON.stringify(started.body));
       await ferry.waitForProgress((p) => p.canCommit === true, 60_000);
-      assert.equal(await refused(appDestination.db(db).collection('orders').insertOne({ _id: 'early' } as Document)), true, 'destination blocked during the sync');
-      assert.equal(await refused(appSource.db(db).collection('orders').insertOne({ _id: 2 } as Document)), false, 'source writable before commit');
+      assert.equal(
+        await refused(
+          appDestination
+            .db(db)
+            .collection('orders')
+            .insertOne({ _id: 'early' } as Document),
+        ),
+        true,
+        'destination blocked during the sync',
+      );
+      assert.equal(
+        await refused(
+          appSource
+            .db(db)
+            .collection('orders')
+            .insertOne({ _id: 2 } as Document),
+        ),
+        false,
+        'source writable before commit',
+      );
 
       assert.equal((await ferry.post('commit', {})).status, 200);
-      assert.equal(await refused(appSource.db(db).collection('orders').insertOne({ _id: 3 } as Document)), true, 'source blocked from commit on');
+      assert.equal(
+        await refused(
+          appSource
+            .db(db)
+            .collection('orders')
+            .insertOne({ _id: 3 } as Document),
+        ),
+        true,
+        'source blocked from commit on',
+      );
       await ferry.waitForProgress((p) => p.state === 'COMMITTED', 60_000);
-      assert.equal(await refused(appDestination.db(db).collection('orders').insertOne({ _id: 'after' } as Document)), false, 'destination writable once committed');
-      assert.equal(await refused(appSource.db(db).collection('orders').insertOne({ _id: 4 } as Document)), true, 'source stays blocked');
+      assert.equal(
+        await refused(
+          appDestination
+            .db(db)
+            .collection('orders')
+            .insertOne({ _id: 'after' } as Document),
+        ),
+        false,
+        'destination writable once committed',
+      );
+      assert.equal(
+        await refused(
+          appSource
+            .db(db)
+            .collection('orders')
+            .insertOne({ _id: 4 } as Document),
+        ),
+        true,
+        'source stays blocked',
+      );
       const ids = (await appDestination.db(db).collection('orders').find().toArray()).map((d) => d._id);
       assert.deepEqual(ids.sort(), [1, 2, 'after'].sort(), 'Ferry applied the write made before commit');
     } finally {
@@ -93,16 +157,46 @@ describe('write blocking', { skip: local ? false : 'needs test clusters started 
 
   it('destinationOnly (the default): the destination is blocked until COMMITTED, the source never', async () => {
     const db = `wb_dest_${RUN}`;
-    await appSource.db(db).collection('items').insertOne({ _id: 1 } as Document);
+    await appSource
+      .db(db)
+      .collection('items')
+      .insertOne({ _id: 1 } as Document);
     const ferry = await ferryFor('wb-dest');
     try {
-      assert.equal((await ferry.post('start', { source: 'cluster0', destination: 'cluster1', includeNamespaces: [{ database: db }] })).status, 200);
+      assert.equal(
+        (await ferry.post('start', { source: 'cluster0', destination: 'cluster1', includeNamespaces: [{ database: db }] })).status,
+        200,
+      );
       await ferry.waitForProgress((p) => p.canCommit === true, 60_000);
-      assert.equal(await refused(appDestination.db(db).collection('items').insertOne({ _id: 'early' } as Document)), true);
+      assert.equal(
+        await refused(
+          appDestination
+            .db(db)
+            .collection('items')
+            .insertOne({ _id: 'early' } as Document),
+        ),
+        true,
+      );
       assert.equal((await ferry.post('commit', {})).status, 200);
       await ferry.waitForProgress((p) => p.state === 'COMMITTED', 60_000);
-      assert.equal(await refused(appSource.db(db).collection('items').insertOne({ _id: 2 } as Document)), false);
-      assert.equal(await refused(appDestination.db(db).collection('items').insertOne({ _id: 3 } as Document)), false);
+      assert.equal(
+        await refused(
+          appSource
+            .db(db)
+            .collection('items')
+            .insertOne({ _id: 2 } as Document),
+        ),
+        false,
+      );
+      assert.equal(
+        await refused(
+          appDestination
+            .db(db)
+            .collection('items')
+            .insertOne({ _id: 3 } as Document),
+        ),
+        false,
+      );
     } finally {
       assert.equal(await ferry.stop(), 0);
     }
@@ -111,17 +205,46 @@ describe('write blocking', { skip: local ? false : 'needs test clusters started 
   it('refuses a reversible sync at start (this build cannot reverse), before blocking or writing anything', async () => {
     const ferry = await ferryFor('wb-reversible');
     try {
-      const started = await ferry.post('start', { source: 'cluster0', destination: 'cluster1', reversible: true, enableUserWriteBlocking: true });
+      const started = await ferry.post('start', {
+        source: 'cluster0',
+        destination: 'cluster1',
+        reversible: true,
+        enableUserWriteBlocking: true,
+      });
       assert.equal(started.status, 501, JSON.stringify(started.body));
       assert.equal(started.body.error, 'NotImplemented');
       assert.match(started.body.errorDescription, /reversible/);
       assert.equal((await ferry.progress()).state, 'IDLE');
       const db = `wb_reversible_${RUN}`;
-      assert.equal(await refused(appSource.db(db).collection('items').insertOne({ _id: 1 } as Document)), false, 'the source was not blocked');
-      assert.equal(await refused(appDestination.db(db).collection('items').insertOne({ _id: 1 } as Document)), false, 'the destination was not blocked');
+      assert.equal(
+        await refused(
+          appSource
+            .db(db)
+            .collection('items')
+            .insertOne({ _id: 1 } as Document),
+        ),
+        false,
+        'the source was not blocked',
+      );
+      assert.equal(
+        await refused(
+          appDestination
+            .db(db)
+            .collection('items')
+            .insertOne({ _id: 1 } as Document),
+        ),
+        false,
+        'the destination was not blocked',
+      );
       const root = await MongoClient.connect(as(destination.uri, 'ferry', 'ferry-pw'));
       try {
-        assert.equal(await root.db(METADATA_DATABASE).collection('resume').countDocuments({ _id: `wb-reversible-${RUN}` } as Document), 0);
+        assert.equal(
+          await root
+            .db(METADATA_DATABASE)
+            .collection('resume')
+            .countDocuments({ _id: `wb-reversible-${RUN}` } as Document),
+          0,
+        );
       } finally {
         await root.close();
       }
@@ -132,7 +255,10 @@ describe('write blocking', { skip: local ? false : 'needs test clusters started 
 
   it('refuses to start with a user who cannot bypass write blocking, naming the privilege, and writes nothing', async () => {
     const db = `wb_weak_${RUN}`;
-    await appSource.db(db).collection('items').insertOne({ _id: 1 } as Document);
+    await appSource
+      .db(db)
+      .collection('items')
+      .insertOne({ _id: 1 } as Document);
     const ferry = await ferryFor('wb-weak', 'weak', 'weak-pw');
     try {
       const started = await ferry.post('start', { source: 'cluster0', destination: 'cluster1', includeNamespaces: [{ database: db }] });
@@ -140,10 +266,25 @@ describe('write blocking', { skip: local ? false : 'needs test clusters started 
       assert.equal(started.body.error, 'InsufficientPrivileges');
       assert.match(started.body.errorDescription, /bypassWriteBlockingMode/);
       assert.equal((await ferry.progress()).state, 'IDLE');
-      assert.equal(await refused(appDestination.db(db).collection('items').insertOne({ _id: 'still writable' } as Document)), false, 'the destination was not blocked');
+      assert.equal(
+        await refused(
+          appDestination
+            .db(db)
+            .collection('items')
+            .insertOne({ _id: 'still writable' } as Document),
+        ),
+        false,
+        'the destination was not blocked',
+      );
       const root = await MongoClient.connect(as(destination.uri, 'ferry', 'ferry-pw'));
       try {
-        assert.equal(await root.db(METADATA_DATABASE).collection('resume').countDocuments({ _id: `wb-weak-${RUN}` } as Document), 0);
+        assert.equal(
+          await root
+            .db(METADATA_DATABASE)
+            .collection('resume')
+            .countDocuments({ _id: `wb-weak-${RUN}` } as Document),
+          0,
+        );
       } finally {
         await root.close();
       }

@@ -25,10 +25,24 @@ describe('commit', () => {
   it('is refused before canCommit, and with a body, changing nothing', async () => {
     const db = `commit_early_${RUN}`;
     const docs = Array.from({ length: 3000 }, (_, i) => ({ _id: i, pad: 'x'.repeat(500) }));
-    await clusters.source.db(db).collection('big').insertMany(docs as Document[]);
-    const ferry = await startFerry(
-      ['--cluster0', clusters.pair.cluster0, '--cluster1', clusters.pair.cluster1, '--id', `commit-early-${RUN}`, '--copyWorkers', '1', '--batchesInFlight', '1', '--batchBytes', '4096'],
-    );
+    await clusters.source
+      .db(db)
+      .collection('big')
+      .insertMany(docs as Document[]);
+    const ferry = await startFerry([
+      '--cluster0',
+      clusters.pair.cluster0,
+      '--cluster1',
+      clusters.pair.cluster1,
+      '--id',
+      `commit-early-${RUN}`,
+      '--copyWorkers',
+      '1',
+      '--batchesInFlight',
+      '1',
+      '--batchBytes',
+      '4096',
+    ]);
     try {
       assert.equal((await ferry.post('start', { source: 'cluster0', destination: 'cluster1', ...filterFor(db) })).status, 200);
       const early = await ferry.post('commit', {});
@@ -60,13 +74,17 @@ describe('commit', () => {
   it('restores unique, TTL, hidden and capped characteristics; a refused unique conversion is reported by name and the commit finishes once fixed', async () => {
     const db = `commit_restore_${RUN}`;
     const source = clusters.source.db(db);
-    await source.collection('people').insertMany(Array.from({ length: 50 }, (_, i) => ({ _id: i, email: `p${i}@example.com`, at: new Date(), legacy: i })) as Document[]);
-    await source.collection('people').createIndexes([
-      { key: { email: 1 }, name: 'email_unique', unique: true },
-      { key: { at: 1 }, name: 'at_ttl', expireAfterSeconds: 30 * 86_400 },
-      { key: { legacy: 1 }, name: 'legacy_hidden', hidden: true },
-      { key: { legacy: -1 }, name: 'legacy_prepared', prepareUnique: true } as never,
-    ]);
+    await source
+      .collection('people')
+      .insertMany(Array.from({ length: 50 }, (_, i) => ({ _id: i, email: `p${i}@example.com`, at: new Date(), legacy: i })) as Document[]);
+    await source
+      .collection('people')
+      .createIndexes([
+        { key: { email: 1 }, name: 'email_unique', unique: true },
+        { key: { at: 1 }, name: 'at_ttl', expireAfterSeconds: 30 * 86_400 },
+        { key: { legacy: 1 }, name: 'legacy_hidden', hidden: true },
+        { key: { legacy: -1 }, name: 'legacy_prepared', prepareUnique: true } as never,
+      ]);
     await source.createCollection('log', { capped: true, size: 64 * 1024, max: 20 });
     for (let i = 0; i < 10; i++) await source.collection('log').insertOne({ _id: i, line: `line ${i}` } as Document);
 
@@ -102,7 +120,9 @@ describe('commit', () => {
       assert.equal(await ferry.stop(), 0);
     }
     assert.deepEqual(await differences(db), []);
-    const log = (await clusters.destination.db(db).listCollections({ name: 'log' }, { nameOnly: false }).toArray()) as { options?: Document }[];
+    const log = (await clusters.destination.db(db).listCollections({ name: 'log' }, { nameOnly: false }).toArray()) as {
+      options?: Document;
+    }[];
     assert.equal(log[0]!.options!.size, 64 * 1024);
     assert.equal(Number(log[0]!.options!.max), 20);
   });

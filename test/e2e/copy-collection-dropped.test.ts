@@ -37,7 +37,15 @@ describe('a collection dropped and another renamed while the copy reads them', (
 
   before(async () => {
     for (const coll of ['dropme', 'renameme', 'stays']) await fill(coll);
-    ferry = await startFerry(['--cluster0', clusters.pair.cluster0, '--cluster1', clusters.pair.cluster1, '--id', `killed-${RUN}`, ...COPY_FLAGS]);
+    ferry = await startFerry([
+      '--cluster0',
+      clusters.pair.cluster0,
+      '--cluster1',
+      clusters.pair.cluster1,
+      '--id',
+      `killed-${RUN}`,
+      ...COPY_FLAGS,
+    ]);
     const started = await ferry.post('start', { source: 'cluster0', destination: 'cluster1', includeNamespaces: [{ database: DB }] });
     assert.equal(started.status, 200, JSON.stringify(started.body));
   });
@@ -51,7 +59,10 @@ describe('a collection dropped and another renamed while the copy reads them', (
     const admin = clusters.source.db('admin');
     // Mid-read: some documents written, fewer than the first reply holds, so the cursor is open.
     const midRead = async (coll: string) => {
-      const n = await destination.collection(coll).estimatedDocumentCount().catch(() => 0);
+      const n = await destination
+        .collection(coll)
+        .estimatedDocumentCount()
+        .catch(() => 0);
       return n > 0 && n < DOCUMENTS / 2;
     };
     let dropped = false;
@@ -71,8 +82,14 @@ describe('a collection dropped and another renamed while the copy reads them', (
       if (!(dropped && renamed)) await new Promise((resolve) => setTimeout(resolve, 5));
     }
     // Writes after the DDL reach the collection under its new name.
-    await clusters.source.db(DB).collection('renamed').insertOne({ _id: 'after rename' } as Document);
-    await clusters.source.db(DB).collection('stays').deleteOne({ _id: 0 } as Document);
+    await clusters.source
+      .db(DB)
+      .collection('renamed')
+      .insertOne({ _id: 'after rename' } as Document);
+    await clusters.source
+      .db(DB)
+      .collection('stays')
+      .deleteOne({ _id: 0 } as Document);
   });
 
   it('reaches canCommit without ever pausing, commits, and the destination equals the source', async () => {

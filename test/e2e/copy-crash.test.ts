@@ -26,7 +26,11 @@ const clusters = useClusterPair();
 async function fill(db: string, collections: string[], count: number): Promise<number> {
   for (const coll of collections) {
     for (let start = 0; start < count; start += 1000) {
-      const docs = Array.from({ length: Math.min(1000, count - start) }, (_, k) => ({ _id: new Int32(start + k), body: 'x'.repeat(1000), n: start + k }));
+      const docs = Array.from({ length: Math.min(1000, count - start) }, (_, k) => ({
+        _id: new Int32(start + k),
+        body: 'x'.repeat(1000),
+        n: start + k,
+      }));
       await insertDocuments(clusters.source.db(db), coll, docs);
     }
   }
@@ -47,7 +51,10 @@ async function partitionTable(instance: string): Promise<Map<string, PartitionSt
   return new Map(
     rows.map((row: Document) => {
       const key = `${row.db}.${row.coll}#${row._id.index}`;
-      return [key, { key, status: row.status, attempts: row.attempts, lastId: row.lastId, copiedDocs: row.copiedDocs, attemptLog: row.attemptLog }];
+      return [
+        key,
+        { key, status: row.status, attempts: row.attempts, lastId: row.lastId, copiedDocs: row.copiedDocs, attemptLog: row.attemptLog },
+      ];
     }),
   );
 }
@@ -106,7 +113,11 @@ describe('an interrupted copy resumes where it stopped', () => {
 
     await assertSameAsSource(db);
     const atEnd = await partitionTable(`crash-${RUN}`);
-    assert.equal([...atEnd.values()].reduce((sum, p) => sum + p.copiedDocs, 0), total, 'every document counted exactly once');
+    assert.equal(
+      [...atEnd.values()].reduce((sum, p) => sum + p.copiedDocs, 0),
+      total,
+      'every document counted exactly once',
+    );
     for (const [key, before] of atKill) {
       const after = atEnd.get(key)!;
       assert.equal(after.status, 'done', key);
@@ -136,7 +147,10 @@ describe('an interrupted copy resumes where it stopped', () => {
     await first.waitForProgress((p) => p.collectionCopy?.estimatedCopiedBytes > 1024 * 1024);
     assert.equal(await first.stop('SIGTERM'), 0);
     const atStop = [...(await partitionTable(`term-${RUN}`)).values()];
-    assert.ok(atStop.some((p) => p.status !== 'done'), 'stopped before the end');
+    assert.ok(
+      atStop.some((p) => p.status !== 'done'),
+      'stopped before the end',
+    );
 
     const second = await startFerry(args, ENV);
     try {
@@ -150,7 +164,10 @@ describe('an interrupted copy resumes where it stopped', () => {
   it('after pause: nothing is copied while PAUSED, and resume continues to the end', async () => {
     const db = `crash_pause_${RUN}`;
     await fill(db, ['a', 'b'], 3000);
-    const ferry = await startFerry(['--cluster0', clusters.pair.cluster0, '--cluster1', clusters.pair.cluster1, '--id', `pause-${RUN}`, ...FLAGS], ENV);
+    const ferry = await startFerry(
+      ['--cluster0', clusters.pair.cluster0, '--cluster1', clusters.pair.cluster1, '--id', `pause-${RUN}`, ...FLAGS],
+      ENV,
+    );
     try {
       await ferry.post('start', { source: 'cluster0', destination: 'cluster1', includeNamespaces: [{ database: db }] });
       await ferry.waitForProgress((p) => p.collectionCopy?.estimatedCopiedBytes > 1024 * 1024);
@@ -159,7 +176,10 @@ describe('an interrupted copy resumes where it stopped', () => {
       const atPause = await partitionTable(`pause-${RUN}`);
       await new Promise((resolve) => setTimeout(resolve, 300));
       assert.deepEqual(await partitionTable(`pause-${RUN}`), atPause, 'the partition table does not move while paused');
-      assert.ok([...atPause.values()].some((p) => p.status !== 'done'), 'paused before the end');
+      assert.ok(
+        [...atPause.values()].some((p) => p.status !== 'done'),
+        'paused before the end',
+      );
 
       assert.equal((await ferry.post('resume')).status, 200);
       await ferry.waitForProgress(copyFinished);

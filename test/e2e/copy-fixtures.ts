@@ -18,7 +18,12 @@ import { startClusterPair, type ClusterPair } from '../helpers/clusters.js';
  * Inserts documents whose `_id`s are of any BSON type (the driver's typings only let an `_id`
  * be what the schema says, an ObjectId by default).
  */
-export function insertDocuments(db: Db, coll: string, docs: object[], options: { bypassDocumentValidation?: boolean } = {}): Promise<InsertManyResult> {
+export function insertDocuments(
+  db: Db,
+  coll: string,
+  docs: object[],
+  options: { bypassDocumentValidation?: boolean } = {},
+): Promise<InsertManyResult> {
   return db.collection(coll).insertMany(docs as unknown as OptionalId<Document>[], { ordered: false, ...options });
 }
 
@@ -32,17 +37,28 @@ export const GENERATED_PREFIX = `gen${RUN}_`;
 /** `_id`s of every type an `_id` may hold, in turn. */
 export function mixedId(i: number): unknown {
   switch (i % 11) {
-    case 0: return new Int32(i);
-    case 1: return Long.fromNumber(2 ** 40 + i);
-    case 2: return new Double(i + 0.5);
-    case 3: return Decimal128.fromString(`${i}.75`);
-    case 4: return `key-${String(i).padStart(6, '0')}`;
-    case 5: return new ObjectId();
-    case 6: return new UUID();
-    case 7: return { region: 'eu', seq: new Int32(i) };
-    case 8: return new Date(1_700_000_000_000 + i);
-    case 9: return new Binary(Buffer.from([i & 0xff, (i >> 8) & 0xff, 7]), 0);
-    default: return i % 2 === 0;
+    case 0:
+      return new Int32(i);
+    case 1:
+      return Long.fromNumber(2 ** 40 + i);
+    case 2:
+      return new Double(i + 0.5);
+    case 3:
+      return Decimal128.fromString(`${i}.75`);
+    case 4:
+      return `key-${String(i).padStart(6, '0')}`;
+    case 5:
+      return new ObjectId();
+    case 6:
+      return new UUID();
+    case 7:
+      return { region: 'eu', seq: new Int32(i) };
+    case 8:
+      return new Date(1_700_000_000_000 + i);
+    case 9:
+      return new Binary(Buffer.from([i & 0xff, (i >> 8) & 0xff, 7]), 0);
+    default:
+      return i % 2 === 0;
   }
 }
 
@@ -78,29 +94,41 @@ export async function writeEdgeCases(client: MongoClient): Promise<void> {
   for (let i = 0; i < 150; i++) await insertDocuments(db, 'capped', [{ _id: new Int32(i), line: `event ${i}` }]);
 
   await db.createCollection('collated', { collation: { locale: 'fr', strength: 2 } });
-  await insertAll(db, 'collated', ['Été', 'ete', 'Zoé', 'zoe', 'Émile', 'apple'].map((name, i) => ({ _id: `${name}-${i}`, name })));
+  await insertAll(
+    db,
+    'collated',
+    ['Été', 'ete', 'Zoé', 'zoe', 'Émile', 'apple'].map((name, i) => ({ _id: `${name}-${i}`, name })),
+  );
   await db.collection('collated').createIndex({ name: 1 }, { name: 'name_simple', collation: { locale: 'simple' } });
 
-  await db.createCollection('validated', { validator: { $jsonSchema: { required: ['name'] } }, validationLevel: 'strict', validationAction: 'error' });
+  await db.createCollection('validated', {
+    validator: { $jsonSchema: { required: ['name'] } },
+    validationLevel: 'strict',
+    validationAction: 'error',
+  });
   await insertDocuments(db, 'validated', [{ _id: new Int32(1), name: 'fine' }]);
   await insertDocuments(db, 'validated', [{ _id: new Int32(2), nameless: true }], { bypassDocumentValidation: true });
 
   const indexed = db.collection('indexed');
-  await insertAll(db, 'indexed', Array.from({ length: 300 }, (_, i) => ({
-    _id: new Int32(i),
-    email: `user${i}@example.com`,
-    a: new Int32(i % 17),
-    b: `b${i % 5}`,
-    createdAt: new Date(1_700_000_000_000 + i * 1000),
-    legacy: i,
-    status: i % 3 === 0 ? 'open' : 'closed',
-    ...(i % 4 === 0 ? { maybe: new Int32(i) } : {}),
-    shard: `s${i}`,
-    body: `lorem ipsum ${i} dolor`,
-    location: { type: 'Point', coordinates: [(i % 360) - 180 + 0.5, (i % 180) - 90 + 0.25] },
-    grid: [i % 100, (i * 7) % 100],
-    attributes: { colour: i % 2 === 0 ? 'red' : 'blue', size: new Int32(i % 3) },
-  })));
+  await insertAll(
+    db,
+    'indexed',
+    Array.from({ length: 300 }, (_, i) => ({
+      _id: new Int32(i),
+      email: `user${i}@example.com`,
+      a: new Int32(i % 17),
+      b: `b${i % 5}`,
+      createdAt: new Date(1_700_000_000_000 + i * 1000),
+      legacy: i,
+      status: i % 3 === 0 ? 'open' : 'closed',
+      ...(i % 4 === 0 ? { maybe: new Int32(i) } : {}),
+      shard: `s${i}`,
+      body: `lorem ipsum ${i} dolor`,
+      location: { type: 'Point', coordinates: [(i % 360) - 180 + 0.5, (i % 180) - 90 + 0.25] },
+      grid: [i % 100, (i * 7) % 100],
+      attributes: { colour: i % 2 === 0 ? 'red' : 'blue', size: new Int32(i % 3) },
+    })),
+  );
   await indexed.createIndexes([
     { key: { email: 1 }, name: 'email_unique', unique: true },
     { key: { a: 1, b: -1 }, name: 'a_b' },

@@ -59,7 +59,11 @@ function task(coll: string, overrides: Partial<PartitionTask> = {}, writePath: W
 
 /** Every document of a collection as raw bytes, in `_id` order. */
 async function rawDocuments(client: MongoClient, coll: string): Promise<Buffer[]> {
-  return (await client.db(DB).collection(coll).find({}, { sort: { _id: 1 }, hint: { _id: 1 }, raw: true }).toArray()) as unknown as Buffer[];
+  return (await client
+    .db(DB)
+    .collection(coll)
+    .find({}, { sort: { _id: 1 }, hint: { _id: 1 }, raw: true })
+    .toArray()) as unknown as Buffer[];
 }
 
 /** `_id`s of every BSON type an `_id` may hold, mixed. */
@@ -74,16 +78,35 @@ function mixedIds(count: number): unknown[] {
   const ids: unknown[] = [];
   for (let i = 0; i < count; i++) {
     switch (i % 10) {
-      case 0: ids.push(new Int32(i)); break;
-      case 1: ids.push(Long.fromNumber(2 ** 40 + i)); break;
-      case 2: ids.push(new Double(i + 0.5)); break;
-      case 3: ids.push(Decimal128.fromString(`${i}.25`)); break;
-      case 4: ids.push(`key-${String(i).padStart(6, '0')}`); break;
-      case 5: ids.push(new ObjectId()); break;
-      case 6: ids.push(new UUID()); break;
-      case 7: ids.push({ region: 'eu', seq: new Int32(i) }); break;
-      case 8: ids.push(new Date(1_700_000_000_000 + i)); break;
-      default: ids.push(new Binary(Buffer.from([i & 0xff, i >> 8]), 0));
+      case 0:
+        ids.push(new Int32(i));
+        break;
+      case 1:
+        ids.push(Long.fromNumber(2 ** 40 + i));
+        break;
+      case 2:
+        ids.push(new Double(i + 0.5));
+        break;
+      case 3:
+        ids.push(Decimal128.fromString(`${i}.25`));
+        break;
+      case 4:
+        ids.push(`key-${String(i).padStart(6, '0')}`);
+        break;
+      case 5:
+        ids.push(new ObjectId());
+        break;
+      case 6:
+        ids.push(new UUID());
+        break;
+      case 7:
+        ids.push({ region: 'eu', seq: new Int32(i) });
+        break;
+      case 8:
+        ids.push(new Date(1_700_000_000_000 + i));
+        break;
+      default:
+        ids.push(new Binary(Buffer.from([i & 0xff, i >> 8]), 0));
     }
   }
   return ids;
@@ -91,7 +114,10 @@ function mixedIds(count: number): unknown[] {
 
 async function fill(coll: string, ids: unknown[], padding = 150): Promise<void> {
   const docs = ids.map((_id, i) => ({ _id, i: new Int32(i), pad: 'p'.repeat(padding) }));
-  await clusters.source.db(DB).collection(coll).insertMany(docs as Document[]);
+  await clusters.source
+    .db(DB)
+    .collection(coll)
+    .insertMany(docs as Document[]);
 }
 
 describe('copying one partition', () => {
@@ -105,7 +131,11 @@ describe('copying one partition', () => {
     let copied = 0;
     for (const [index, partition] of plan.partitions.entries()) {
       const outcome = await copyPartition(
-        task('mixed', { key: { instance: 'test', ns: `${DB}.mixed`, index }, min: packValue(partition.min), max: packValue(partition.max) }),
+        task('mixed', {
+          key: { instance: 'test', ns: `${DB}.mixed`, index },
+          min: packValue(partition.min),
+          max: packValue(partition.max),
+        }),
         recorder,
       );
       assert.equal(outcome.status, 'done');
@@ -142,13 +172,20 @@ describe('copying one partition', () => {
     assert.equal(outcome.status, 'done');
     assert.equal(outcome.copiedDocs, 300, 'totals continue from the checkpoint');
     const copiedIds = (await rawDocuments(clusters.destination, 'resume')).map((doc) => Number(readId(doc)));
-    assert.deepEqual(copiedIds, Array.from({ length: 180 }, (_, i) => i + 120));
+    assert.deepEqual(
+      copiedIds,
+      Array.from({ length: 180 }, (_, i) => i + 120),
+    );
   });
 
   it('tolerates documents already on the destination (a range copied again)', async () => {
     const ids = Array.from({ length: 200 }, (_, i) => `k${String(i).padStart(4, '0')}`);
     await fill('again', ids);
-    const already = (await clusters.source.db(DB).collection<{ _id: string }>('again').find({ _id: { $in: ids.filter((_, i) => i % 3 === 0) } }).toArray());
+    const already = await clusters.source
+      .db(DB)
+      .collection<{ _id: string }>('again')
+      .find({ _id: { $in: ids.filter((_, i) => i % 3 === 0) } })
+      .toArray();
     await clusters.destination.db(DB).collection<{ _id: string }>('again').insertMany(already);
     const outcome = await copyPartition(task('again'), resources());
     assert.equal(outcome.status, 'done');
@@ -190,15 +227,28 @@ describe('copying one partition', () => {
   it('copies a capped collection whole, in natural (insertion) order', async () => {
     await clusters.source.db(DB).createCollection('capped', { capped: true, size: 1024 * 1024 });
     const ids = [new Int32(5), 'b', new Int32(1), new ObjectId(), 'a'];
-    for (const _id of ids) await clusters.source.db(DB).collection('capped').insertOne({ _id } as Document);
+    for (const _id of ids)
+      await clusters.source
+        .db(DB)
+        .collection('capped')
+        .insertOne({ _id } as Document);
     await clusters.destination.db(DB).createCollection('capped', { capped: true, size: 1024 ** 5 });
     const outcome = await copyPartition(task('capped', { order: 'natural' }), resources());
     assert.equal(outcome.status, 'done');
     assert.equal(outcome.lastId, undefined, 'natural order has no resumable position');
-    const natural = (client: MongoClient) => client.db(DB).collection('capped').find({}, { hint: { $natural: 1 }, raw: true }).toArray();
+    const natural = (client: MongoClient) =>
+      client
+        .db(DB)
+        .collection('capped')
+        .find({}, { hint: { $natural: 1 }, raw: true })
+        .toArray();
     const copied = (await natural(clusters.destination)) as unknown as Buffer[];
     assert.deepEqual(copied, (await natural(clusters.source)) as unknown as Buffer[]);
-    assert.deepEqual(copied.map((doc) => readId(doc)), ids, 'in insertion order');
+    assert.deepEqual(
+      copied.map((doc) => readId(doc)),
+      ids,
+      'in insertion order',
+    );
   });
 });
 

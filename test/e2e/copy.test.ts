@@ -13,7 +13,16 @@ import { MongoClient } from 'mongodb';
 import { generateDataset } from '../../scripts/generate.js';
 import { METADATA_DATABASE } from '../../src/meta/names.js';
 import { startClusterPair } from '../helpers/clusters.js';
-import { EDGE_DB, EDGE_FILTERS, GENERATED_PREFIX, insertDocuments, OTHER_DB, RUN, useClusterPair, writeEdgeCases } from './copy-fixtures.js';
+import {
+  EDGE_DB,
+  EDGE_FILTERS,
+  GENERATED_PREFIX,
+  insertDocuments,
+  OTHER_DB,
+  RUN,
+  useClusterPair,
+  writeEdgeCases,
+} from './copy-fixtures.js';
 import { copyFinished, startFerry, type FerryProcess } from './ferry-process.js';
 
 const ID = `copy-e2e-${RUN}`;
@@ -44,7 +53,8 @@ describe('initial copy of a filtered sync, end to end', () => {
   });
 
   it('copies nothing the filters leave out', async () => {
-    const names = async (db: string) => (await clusters.destination.db(db).listCollections({}, { nameOnly: true }).toArray()).map((c) => c.name).sort();
+    const names = async (db: string) =>
+      (await clusters.destination.db(db).listCollections({}, { nameOnly: true }).toArray()).map((c) => c.name).sort();
     assert.equal((await names(EDGE_DB)).includes('skipThis'), false);
     assert.equal((await names(`${GENERATED_PREFIX}inventory`)).includes('labels'), false);
     assert.deepEqual(await names(OTHER_DB), []);
@@ -53,10 +63,23 @@ describe('initial copy of a filtered sync, end to end', () => {
 
   it('keeps mixed _id types, documents near 16 MiB, the capped collection’s survivors and documents breaking the validator', async () => {
     const edge = clusters.destination.db(EDGE_DB);
-    const big = await edge.collection('big').find({}, { projection: { blob: 0 }, sort: { _id: 1 } }).toArray();
-    assert.deepEqual(big.map((d) => d._id), [0, 1, 2, 3]);
-    const capped = await edge.collection('capped').find({}, { hint: { $natural: 1 } }).toArray();
-    assert.deepEqual(capped.map((d) => d._id), Array.from({ length: 100 }, (_, i) => i + 50), 'the 100 survivors, in insertion order');
+    const big = await edge
+      .collection('big')
+      .find({}, { projection: { blob: 0 }, sort: { _id: 1 } })
+      .toArray();
+    assert.deepEqual(
+      big.map((d) => d._id),
+      [0, 1, 2, 3],
+    );
+    const capped = await edge
+      .collection('capped')
+      .find({}, { hint: { $natural: 1 } })
+      .toArray();
+    assert.deepEqual(
+      capped.map((d) => d._id),
+      Array.from({ length: 100 }, (_, i) => i + 50),
+      'the 100 survivors, in insertion order',
+    );
     const validated = await edge.collection('validated').find({}).toArray();
     assert.equal(validated.length, 2, 'validation was bypassed');
     assert.deepEqual(await edge.collection('empty').find({}).toArray(), []);
@@ -80,13 +103,22 @@ describe('initial copy of a filtered sync, end to end', () => {
     assert.ok(resume !== null);
     assert.equal(resume.state, 'RUNNING');
     assert.equal(resume.phase, 'copied');
-    assert.deepEqual(resume.transitions.map((t: { phase: string }) => t.phase), ['planning', 'copying', 'buildingIndexes', 'copied']);
+    assert.deepEqual(
+      resume.transitions.map((t: { phase: string }) => t.phase),
+      ['planning', 'copying', 'buildingIndexes', 'copied'],
+    );
     assert.equal(resume.startAtOperationTime._bsontype, 'Timestamp');
 
     const partitions = await meta.collection('partitions').find({ instance: ID }).toArray();
-    assert.ok(partitions.every((p) => p.status === 'done' && p.attempts === 1), 'every partition done once');
+    assert.ok(
+      partitions.every((p) => p.status === 'done' && p.attempts === 1),
+      'every partition done once',
+    );
     assert.ok(partitions.filter((p) => p.coll === 'mixed').length >= 2, 'the mixed collection was split');
-    assert.deepEqual(partitions.filter((p) => p.coll === 'capped').map((p) => p.order), ['natural']);
+    assert.deepEqual(
+      partitions.filter((p) => p.coll === 'capped').map((p) => p.order),
+      ['natural'],
+    );
 
     const namespaces = await meta.collection('namespaces').find({ instance: ID }).toArray();
     const capped = namespaces.find((n) => n.coll === 'capped')!;
@@ -112,14 +144,33 @@ describe('initial copy of a filtered sync, end to end', () => {
 describe('buildIndexes', () => {
   /** One sync of a single database with the given `buildIndexes`; returns the destination's index names. */
   async function syncWith(buildIndexes: string, db: string): Promise<string[]> {
-    await insertDocuments(clusters.source.db(db), 'c', Array.from({ length: 50 }, (_, i) => ({ _id: new Int32(i), h: i, u: i })));
-    await clusters.source.db(db).collection('c').createIndexes([
-      { key: { h: 'hashed' }, name: 'h_hashed' },
-      { key: { u: 1 }, name: 'u_unique', unique: true },
+    await insertDocuments(
+      clusters.source.db(db),
+      'c',
+      Array.from({ length: 50 }, (_, i) => ({ _id: new Int32(i), h: i, u: i })),
+    );
+    await clusters.source
+      .db(db)
+      .collection('c')
+      .createIndexes([
+        { key: { h: 'hashed' }, name: 'h_hashed' },
+        { key: { u: 1 }, name: 'u_unique', unique: true },
+      ]);
+    const ferry = await startFerry([
+      '--cluster0',
+      clusters.pair.cluster0,
+      '--cluster1',
+      clusters.pair.cluster1,
+      '--id',
+      `idx-${buildIndexes}-${RUN}`,
     ]);
-    const ferry = await startFerry(['--cluster0', clusters.pair.cluster0, '--cluster1', clusters.pair.cluster1, '--id', `idx-${buildIndexes}-${RUN}`]);
     try {
-      const started = await ferry.post('start', { source: 'cluster0', destination: 'cluster1', buildIndexes, includeNamespaces: [{ database: db }] });
+      const started = await ferry.post('start', {
+        source: 'cluster0',
+        destination: 'cluster1',
+        buildIndexes,
+        includeNamespaces: [{ database: db }],
+      });
       assert.equal(started.status, 200, JSON.stringify(started.body));
       await ferry.waitForProgress(copyFinished);
     } finally {
@@ -146,7 +197,11 @@ describe('buildIndexes', () => {
 describe('a sync that cannot get past a problem', () => {
   it('pauses with the problem named in progress, and continues after resume once it is fixed', async () => {
     const db = `conflict_${RUN}`;
-    await insertDocuments(clusters.source.db(db), 'orders', Array.from({ length: 20 }, (_, i) => ({ _id: new Int32(i) })));
+    await insertDocuments(
+      clusters.source.db(db),
+      'orders',
+      Array.from({ length: 20 }, (_, i) => ({ _id: new Int32(i) })),
+    );
     // Preflight accepts it (it holds no documents) but it is a view where a collection must go.
     await clusters.destination.db(db).createCollection('orders', { viewOn: 'elsewhere', pipeline: [] });
     const ferry = await startFerry(['--cluster0', clusters.pair.cluster0, '--cluster1', clusters.pair.cluster1, '--id', `conflict-${RUN}`]);
@@ -170,23 +225,38 @@ describe('a sync that cannot get past a problem', () => {
   });
 });
 
-
 describe('metadata of an earlier run', () => {
   it('refuses to continue a sync when restarted with the clusters named the other way round, and continues with them right', async () => {
     const db = `swapped_${RUN}`;
     const id = `swapped-${RUN}`;
-    await insertDocuments(clusters.source.db(db), 'items', Array.from({ length: 20 }, (_, i) => ({ _id: new Int32(i) })));
+    await insertDocuments(
+      clusters.source.db(db),
+      'items',
+      Array.from({ length: 20 }, (_, i) => ({ _id: new Int32(i) })),
+    );
     const first = await startFerry(['--cluster0', clusters.pair.cluster0, '--cluster1', clusters.pair.cluster1, '--id', id]);
     try {
-      assert.equal((await first.post('start', { source: 'cluster0', destination: 'cluster1', includeNamespaces: [{ database: db }] })).status, 200);
+      assert.equal(
+        (await first.post('start', { source: 'cluster0', destination: 'cluster1', includeNamespaces: [{ database: db }] })).status,
+        200,
+      );
       await first.waitForProgress(copyFinished);
     } finally {
       assert.equal(await first.stop(), 0);
     }
     // The metadata is on cluster1 and names cluster1 the destination: with the flags swapped that
     // name is the source, where Ferry must neither block writes nor write.
-    await assert.rejects(startFerry(['--cluster0', clusters.pair.cluster1, '--cluster1', clusters.pair.cluster0, '--id', id]), /other way round/);
-    assert.equal(await clusters.source.db(METADATA_DATABASE).collection('resume').countDocuments({ _id: id } as Document), 0);
+    await assert.rejects(
+      startFerry(['--cluster0', clusters.pair.cluster1, '--cluster1', clusters.pair.cluster0, '--id', id]),
+      /other way round/,
+    );
+    assert.equal(
+      await clusters.source
+        .db(METADATA_DATABASE)
+        .collection('resume')
+        .countDocuments({ _id: id } as Document),
+      0,
+    );
     const again = await startFerry(['--cluster0', clusters.pair.cluster0, '--cluster1', clusters.pair.cluster1, '--id', id]);
     try {
       assert.equal((await again.progress()).state, 'RUNNING');
@@ -195,10 +265,14 @@ describe('metadata of an earlier run', () => {
     }
   });
 
-  it('a new start with an id whose earlier sync was dropped leaves none of that sync\'s records behind', async () => {
+  it("a new start with an id whose earlier sync was dropped leaves none of that sync's records behind", async () => {
     const db = `reused_${RUN}`;
     const id = `reused-${RUN}`;
-    await insertDocuments(clusters.source.db(db), 'items', Array.from({ length: 20 }, (_, i) => ({ _id: new Int32(i) })));
+    await insertDocuments(
+      clusters.source.db(db),
+      'items',
+      Array.from({ length: 20 }, (_, i) => ({ _id: new Int32(i) })),
+    );
     const meta = clusters.destination.db(METADATA_DATABASE);
     // What an earlier sync with this id left, its resume document dropped by hand.
     await meta.collection('changeStream').insertOne({ _id: id, resumeToken: { _data: '8200000001' }, updatedAt: new Date(0) } as Document);
@@ -206,7 +280,10 @@ describe('metadata of an earlier run', () => {
     await meta.collection('tombstones').insertOne({ _id: { instance: id, ns: `${db}.items`, _id: 3 }, instance: id } as Document);
     const ferry = await startFerry(['--cluster0', clusters.pair.cluster0, '--cluster1', clusters.pair.cluster1, '--id', id]);
     try {
-      assert.equal((await ferry.post('start', { source: 'cluster0', destination: 'cluster1', includeNamespaces: [{ database: db }] })).status, 200);
+      assert.equal(
+        (await ferry.post('start', { source: 'cluster0', destination: 'cluster1', includeNamespaces: [{ database: db }] })).status,
+        200,
+      );
       assert.equal(await meta.collection('commit').countDocuments({ _id: id } as Document), 0);
       assert.equal(await meta.collection('changeStream').countDocuments({ _id: id, updatedAt: new Date(0) } as Document), 0);
       assert.equal(await meta.collection('tombstones').countDocuments({ '_id._id': 3, instance: id } as Document), 0);
@@ -232,7 +309,11 @@ describe('credentials', () => {
     const destination = await MongoClient.connect(uri1);
     const ferry = await startFerry(['--cluster0', uri0, '--cluster1', uri1, '--id', `secret-${RUN}`, '--verbosity', 'DEBUG']);
     try {
-      await insertDocuments(source.db('app'), 'people', Array.from({ length: 30 }, (_, i) => ({ _id: new Int32(i), name: `p${i}` })));
+      await insertDocuments(
+        source.db('app'),
+        'people',
+        Array.from({ length: 30 }, (_, i) => ({ _id: new Int32(i), name: `p${i}` })),
+      );
       await destination.db('app').createCollection('people', { viewOn: 'elsewhere', pipeline: [] });
       await ferry.post('start', { source: 'cluster0', destination: 'cluster1' });
       const paused = await ferry.waitForProgress((p) => p.state === 'PAUSED');

@@ -23,7 +23,18 @@ function running(pid: number): boolean {
 describe('npm run demo', () => {
   it('copies, applies the workload, commits and verifies the destination, then stops everything', async () => {
     const summaryFile = join(resultsDir(), 'summary.json');
-    const run = await runScript('scripts/demo.js', ['--sizeMB', '3', '--opsPerSecond', '200', '--applySeconds', '2', '--timeoutSeconds', '40', '--summaryFile', summaryFile]);
+    const run = await runScript('scripts/demo.js', [
+      '--sizeMB',
+      '3',
+      '--opsPerSecond',
+      '200',
+      '--applySeconds',
+      '2',
+      '--timeoutSeconds',
+      '40',
+      '--summaryFile',
+      summaryFile,
+    ]);
     assert.equal(run.code, 0, `${run.stdout}\n${run.stderr}`);
     const summary = JSON.parse(readFileSync(summaryFile, 'utf8'));
     assert.ok(summary.copiedBytes >= summary.source.bytes, 'the whole source was copied');

@@ -42,7 +42,12 @@ function readLog(path: string): Record<string, any>[] {
  * Starts ferry and resolves once its API listens and it has left INITIALIZING. `nodeArgs` are
  * flags for its node (benchmarks pass `--cpu-prof`, which NODE_OPTIONS does not allow).
  */
-export async function startFerry(args: string[], env: Record<string, string> = {}, logDir?: string, nodeArgs: string[] = []): Promise<FerryProcess> {
+export async function startFerry(
+  args: string[],
+  env: Record<string, string> = {},
+  logDir?: string,
+  nodeArgs: string[] = [],
+): Promise<FerryProcess> {
   const dir = logDir ?? mkdtempSync(join(tmpdir(), 'ferry-e2e-'));
   const logFile = join(dir, 'ferry.log');
   const child = spawn(process.execPath, [...nodeArgs, MAIN, '--port', '0', '--logPath', dir, ...args], {

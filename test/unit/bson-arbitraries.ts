@@ -1,20 +1,7 @@
 // fast-check generators of `bson` JavaScript values of every BSON type, shared by the raw-BSON,
 // comparison and partitioning tests.
 import fc from 'fast-check';
-import {
-  Binary,
-  BSONRegExp,
-  BSONSymbol,
-  Code,
-  Decimal128,
-  Double,
-  Int32,
-  Long,
-  MaxKey,
-  MinKey,
-  ObjectId,
-  Timestamp,
-} from 'bson';
+import { Binary, BSONRegExp, BSONSymbol, Code, Decimal128, Double, Int32, Long, MaxKey, MinKey, ObjectId, Timestamp } from 'bson';
 
 /** Text without NUL (BSON C strings cannot hold it), any Unicode including astral planes. */
 export const text = fc.string({ unit: 'grapheme', maxLength: 8 }).filter((s) => !s.includes('\0'));
@@ -41,9 +28,7 @@ const long = fc
   .map((n) => Long.fromBigInt(n));
 const decimal = fc
   .oneof(
-    fc
-      .tuple(fc.bigInt({ min: -(10n ** 20n), max: 10n ** 20n }), fc.integer({ min: -30, max: 30 }))
-      .map(([c, e]) => `${c}E${e}`),
+    fc.tuple(fc.bigInt({ min: -(10n ** 20n), max: 10n ** 20n }), fc.integer({ min: -30, max: 30 })).map(([c, e]) => `${c}E${e}`),
     fc.constantFrom('NaN', 'Infinity', '-Infinity', '0', '-0', '1', '1.0', '0.5'),
   )
   .map((s) => Decimal128.fromString(s));
@@ -53,12 +38,8 @@ const binary = fc
   .map(([bytes, subtype]) => new Binary(bytes, subtype));
 const objectId = fc.uint8Array({ minLength: 12, maxLength: 12 }).map((b) => new ObjectId(b));
 const date = fc.integer({ min: -(2 ** 45), max: 2 ** 45 }).map((ms) => new Date(ms));
-const timestamp = fc
-  .tuple(fc.nat({ max: 2 ** 32 - 1 }), fc.nat({ max: 2 ** 32 - 1 }))
-  .map(([t, i]) => new Timestamp({ t, i }));
-const regex = fc
-  .tuple(text, fc.subarray(['i', 'm', 's', 'u', 'x']))
-  .map(([pattern, flags]) => new BSONRegExp(pattern, flags.join('')));
+const timestamp = fc.tuple(fc.nat({ max: 2 ** 32 - 1 }), fc.nat({ max: 2 ** 32 - 1 })).map(([t, i]) => new Timestamp({ t, i }));
+const regex = fc.tuple(text, fc.subarray(['i', 'm', 's', 'u', 'x'])).map(([pattern, flags]) => new BSONRegExp(pattern, flags.join('')));
 
 /** Int32, Double and Long values (the numeric types compared exactly; Decimal128 aside). */
 export const bsonNumber = fc.oneof(int32, double, long);

@@ -121,10 +121,7 @@ describe('raw BSON scanning', () => {
   });
 
   it('returns undefined for an absent field and finds the first of repeated names', () => {
-    const doc = rawDocument(
-      rawElement(BsonType.int32, 'a', int32LE(1)),
-      rawElement(BsonType.int32, 'a', int32LE(2)),
-    );
+    const doc = rawDocument(rawElement(BsonType.int32, 'a', int32LE(1)), rawElement(BsonType.int32, 'a', int32LE(2)));
     assert.equal(findElement(doc, 'zz'), undefined);
     assert.deepStrictEqual(decodeValue(doc, findElement(doc, 'a')!), new Int32(1));
   });
@@ -147,7 +144,7 @@ describe('raw BSON scanning', () => {
   });
 
   it('matches non-ASCII field names by their UTF-8 bytes', () => {
-    const doc = serialize({ 'naïve': 1, '日本': 'yes' });
+    const doc = serialize({ naïve: 1, 日本: 'yes' });
     assert.equal(decodeValue(doc, findElement(doc, '日本')!), 'yes');
   });
 
@@ -245,10 +242,14 @@ describe('malformed BSON', () => {
           // Framed by garbage on both sides: a scanner that strays outside would trip on it.
           const framed = Buffer.concat([Buffer.from([7, 7]), bad, Buffer.from([0, 0, 0, 0, 0])]);
           try {
-            forEachElement(framed, (element) => {
-              assert.ok(element.valueEnd <= 2 + bad.readInt32LE(0), 'element stays inside');
-              decodeValue(framed, element);
-            }, 2);
+            forEachElement(
+              framed,
+              (element) => {
+                assert.ok(element.valueEnd <= 2 + bad.readInt32LE(0), 'element stays inside');
+                decodeValue(framed, element);
+              },
+              2,
+            );
           } catch (error) {
             assert.ok(error instanceof MalformedBsonError, String(error));
           }

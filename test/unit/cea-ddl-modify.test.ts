@@ -29,7 +29,9 @@ function setup(options: Document) {
     get: async (ns: { db: string; coll: string }) => stored.get(namespaceOf(ns)),
     put: async (next: NamespaceRecord) => void stored.set(namespaceOf(next), next),
   } as unknown as NamespaceRecords;
-  const destination = { db: () => ({ command: async (command: Document) => (commands.push(command), { ok: 1 }) }) } as unknown as MongoClient;
+  const destination = {
+    db: () => ({ command: async (command: Document) => (commands.push(command), { ok: 1 }) }),
+  } as unknown as MongoClient;
   const applier = new DdlApplier({
     source: {} as MongoClient,
     destination,

@@ -155,7 +155,11 @@ describe('lanes', () => {
           }
           while (!lanes.idle) await finishSome();
           assert.equal(lanes.appliedThrough(), keys.length);
-          for (const seqs of perKey.values()) assert.deepEqual(seqs, [...seqs].sort((a, b) => a - b));
+          for (const seqs of perKey.values())
+            assert.deepEqual(
+              seqs,
+              [...seqs].sort((a, b) => a - b),
+            );
         },
       ),
       { numRuns: 200 },

@@ -44,15 +44,21 @@ describe('looking up documents whose update lookup found nothing', () => {
   });
 
   it('finds a document whose collection was renamed within its database', async () => {
-    await client.db(DB).collection('r1').insertOne({ _id: 1, state: 'after' } as Document);
+    await client
+      .db(DB)
+      .collection('r1')
+      .insertOne({ _id: 1, state: 'after' } as Document);
     const uuid = await uuidOf(client, 'r1');
     await client.db('admin').command({ renameCollection: `${DB}.r1`, to: `${DB}.r1b` });
     const statements = await lookUpMovedDocuments(client, DB, 'r1', [{ idElement: idElement(1), collectionUUID: uuid }]);
     assert.deepEqual(written(statements), [{ _id: 1, state: 'after' }]);
   });
 
-  it('finds a document whose collection was renamed away and back between the stream\'s lookup and this one', async () => {
-    await client.db(DB).collection('r2').insertOne({ _id: 1, state: 'after' } as Document);
+  it("finds a document whose collection was renamed away and back between the stream's lookup and this one", async () => {
+    await client
+      .db(DB)
+      .collection('r2')
+      .insertOne({ _id: 1, state: 'after' } as Document);
     const uuid = await uuidOf(client, 'r2');
     // The stream read the update while the collection was `r2b` (lookup: null); by now it is `r2` again.
     await client.db('admin').command({ renameCollection: `${DB}.r2`, to: `${DB}.r2b` });
@@ -62,20 +68,35 @@ describe('looking up documents whose update lookup found nothing', () => {
   });
 
   it('writes nothing for a deleted document, or a dropped collection', async () => {
-    await client.db(DB).collection('r3').insertOne({ _id: 1 } as Document);
+    await client
+      .db(DB)
+      .collection('r3')
+      .insertOne({ _id: 1 } as Document);
     const uuid = await uuidOf(client, 'r3');
-    await client.db(DB).collection('r3').deleteOne({ _id: 1 } as Document);
+    await client
+      .db(DB)
+      .collection('r3')
+      .deleteOne({ _id: 1 } as Document);
     assert.deepEqual(await lookUpMovedDocuments(client, DB, 'r3', [{ idElement: idElement(1), collectionUUID: uuid }]), []);
-    await client.db(DB).collection('r3').insertOne({ _id: 2 } as Document);
+    await client
+      .db(DB)
+      .collection('r3')
+      .insertOne({ _id: 2 } as Document);
     await client.db(DB).dropCollection('r3');
     assert.deepEqual(await lookUpMovedDocuments(client, DB, 'r3', [{ idElement: idElement(2), collectionUUID: uuid }]), []);
   });
 
   it('writes nothing when another collection with another UUID now has the name', async () => {
-    await client.db(DB).collection('r4').insertOne({ _id: 1, generation: 1 } as Document);
+    await client
+      .db(DB)
+      .collection('r4')
+      .insertOne({ _id: 1, generation: 1 } as Document);
     const uuid = await uuidOf(client, 'r4');
     await client.db(DB).dropCollection('r4');
-    await client.db(DB).collection('r4').insertOne({ _id: 1, generation: 2 } as Document);
+    await client
+      .db(DB)
+      .collection('r4')
+      .insertOne({ _id: 1, generation: 2 } as Document);
     assert.deepEqual(await lookUpMovedDocuments(client, DB, 'r4', [{ idElement: idElement(1), collectionUUID: uuid }]), []);
   });
 });

@@ -15,7 +15,12 @@ function token(t: number): Document {
 
 /** A cursor reply as a server sends it; `cursor` stays bytes as with `raw: true`. */
 function reply(events: Document[], postBatchResumeToken: Document, first: boolean, id = 7): Document {
-  const cursor = serialize({ [first ? 'firstBatch' : 'nextBatch']: events, postBatchResumeToken, id: Long.fromNumber(id), ns: 'admin.$cmd.aggregate' });
+  const cursor = serialize({
+    [first ? 'firstBatch' : 'nextBatch']: events,
+    postBatchResumeToken,
+    id: Long.fromNumber(id),
+    ns: 'admin.$cmd.aggregate',
+  });
   return { cursor: new Uint8Array(cursor), ok: 1, operationTime: new Timestamp({ t: 500, i: 1 }) };
 }
 
@@ -40,9 +45,23 @@ describe('change stream reader', () => {
   it('opens with the start point, continues with getMore and hands out each event as raw bytes', async () => {
     const { client, sent } = fakeSource([
       () => reply([{ _id: token(100), operationType: 'insert' }], token(100), true),
-      () => reply([{ _id: token(101), operationType: 'delete' }, { _id: token(102), operationType: 'drop' }], token(102), false),
+      () =>
+        reply(
+          [
+            { _id: token(101), operationType: 'delete' },
+            { _id: token(102), operationType: 'drop' },
+          ],
+          token(102),
+          false,
+        ),
     ]);
-    const reader = new ChangeStreamReader({ source: client, start: { startAtOperationTime: new Timestamp({ t: 99, i: 1 }) }, batchSize: 10, maxAwaitMs: 5, logger });
+    const reader = new ChangeStreamReader({
+      source: client,
+      start: { startAtOperationTime: new Timestamp({ t: 99, i: 1 }) },
+      batchSize: 10,
+      maxAwaitMs: 5,
+      logger,
+    });
     const first = await reader.next();
     assert.equal(first.events.length, 1);
     assert.equal(first.resumeTime!.getHighBits(), 100);
@@ -73,14 +92,22 @@ describe('change stream reader', () => {
   });
 
   it('turns ChangeStreamHistoryLost into a fatal error that says what to do', async () => {
-    const lost = new MongoServerError({ ok: 0, code: 286, codeName: 'ChangeStreamHistoryLost', errmsg: 'Resume of change stream was not possible' });
+    const lost = new MongoServerError({
+      ok: 0,
+      code: 286,
+      codeName: 'ChangeStreamHistoryLost',
+      errmsg: 'Resume of change stream was not possible',
+    });
     const { client } = fakeSource([
       () => {
         throw lost;
       },
     ]);
     const reader = new ChangeStreamReader({ source: client, start: { startAfter: token(90) }, batchSize: 10, maxAwaitMs: 5, logger });
-    await assert.rejects(reader.next(), (error: unknown) => error instanceof ChangeStreamHistoryLost && /oplog/.test((error as Error).message));
+    await assert.rejects(
+      reader.next(),
+      (error: unknown) => error instanceof ChangeStreamHistoryLost && /oplog/.test((error as Error).message),
+    );
   });
 
   it('gives up on errors that are not resumable', async () => {

@@ -20,6 +20,9 @@ describe('settings of change-event application and commit', () => {
     assert.throws(() => ceaSettings(OPTIONS, { FERRY_CEA_CHECKPOINT_INTERVAL_MS: '1.5' }), /FERRY_CEA_CHECKPOINT_INTERVAL_MS/);
     assert.equal(commitRetryInterval({}), 10_000);
     assert.equal(commitRetryInterval({ FERRY_COMMIT_RETRY_INTERVAL_MS: '200' }), 200);
-    assert.throws(() => commitRetryInterval({ FERRY_COMMIT_RETRY_INTERVAL_MS: '0' }), /FERRY_COMMIT_RETRY_INTERVAL_MS must be a whole number of milliseconds of at least 1/);
+    assert.throws(
+      () => commitRetryInterval({ FERRY_COMMIT_RETRY_INTERVAL_MS: '0' }),
+      /FERRY_COMMIT_RETRY_INTERVAL_MS must be a whole number of milliseconds of at least 1/,
+    );
   });
 });

@@ -33,7 +33,9 @@ const decode = (bytes: Uint8Array) => deserialize(bytes, TYPE_FAITHFUL);
 
 describe('document keys', () => {
   it('are the same for every numeric type of one value, as the server matches _id', () => {
-    const one = [new Int32(1), Long.fromNumber(1), new Double(1), Decimal128.fromString('1.000'), Decimal128.fromString('0.1E1')].map(keyOf);
+    const one = [new Int32(1), Long.fromNumber(1), new Double(1), Decimal128.fromString('1.000'), Decimal128.fromString('0.1E1')].map(
+      keyOf,
+    );
     assert.equal(new Set(one).size, 1, JSON.stringify(one));
     assert.equal(keyOf(new Double(-0)), keyOf(new Int32(0)));
     assert.equal(keyOf(new Double(0.5)), keyOf(Decimal128.fromString('5E-1')));
@@ -41,7 +43,9 @@ describe('document keys', () => {
   });
 
   it('differ for different values and types', () => {
-    const keys = [new Int32(1), new Int32(2), '1', { a: 1 }, { b: 1 }, [1], new Double(1.5), Decimal128.fromString('1.05'), true, null].map(keyOf);
+    const keys = [new Int32(1), new Int32(2), '1', { a: 1 }, { b: 1 }, [1], new Double(1.5), Decimal128.fromString('1.05'), true, null].map(
+      keyOf,
+    );
     assert.equal(new Set(keys).size, keys.length, JSON.stringify(keys));
   });
 
@@ -49,7 +53,9 @@ describe('document keys', () => {
     const ids = [{ a: 'x,b=sy' }, { a: 'x', b: 'y' }, { 'a=sx,b': 'y' }, ['x,=sy'], ['x', 'y'], 'o{a=sx}', { a: 'x' }, 's1:x', 'x'];
     const keys = ids.map(keyOf);
     assert.equal(new Set(keys).size, keys.length, JSON.stringify(keys));
-    const plan = planWrites(readBatch(concatDocuments([event('insert', ids[0], { _id: ids[0] }), event('insert', ids[1], { _id: ids[1] })])));
+    const plan = planWrites(
+      readBatch(concatDocuments([event('insert', ids[0], { _id: ids[0] }), event('insert', ids[1], { _id: ids[1] })])),
+    );
     assert.equal(plan.coalesced, 0);
     assert.equal(plan.namespaces[0]!.upserts.length, 2, 'both documents are written');
   });
@@ -67,7 +73,9 @@ describe('reading CRUD events', () => {
     const read = readCrudEvent(event('replace', new Int32(5), { _id: new Int32(5), v: 'x' }));
     assert.equal(read.operationType, 'replace');
     assert.deepEqual([read.db, read.coll], ['d', 'c']);
-    assert.deepEqual(decode(concatDocuments([Uint8Array.of(read.idElement.length + 5, 0, 0, 0), read.idElement, Uint8Array.of(0)])), { _id: new Int32(5) });
+    assert.deepEqual(decode(concatDocuments([Uint8Array.of(read.idElement.length + 5, 0, 0, 0), read.idElement, Uint8Array.of(0)])), {
+      _id: new Int32(5),
+    });
     assert.deepEqual(decode(read.fullDocument!), { _id: new Int32(5), v: 'x' });
     assert.equal(read.key, keyOf(5));
   });
@@ -99,19 +107,18 @@ describe('planning the writes of a batch', () => {
     assert.equal(plan.events, 7);
     assert.equal(plan.coalesced, 4);
     const [writes] = plan.namespaces;
-    assert.deepEqual(
-      writes!.upserts.map(decode),
-      [
-        { q: { _id: new Int32(1) }, u: { _id: new Int32(1), v: new Int32(3) }, upsert: true },
-        { q: { _id: new Int32(3) }, u: { _id: new Int32(3), v: new Int32(9) }, upsert: true },
-      ],
-    );
+    assert.deepEqual(writes!.upserts.map(decode), [
+      { q: { _id: new Int32(1) }, u: { _id: new Int32(1), v: new Int32(3) }, upsert: true },
+      { q: { _id: new Int32(3) }, u: { _id: new Int32(3), v: new Int32(9) }, upsert: true },
+    ]);
     assert.deepEqual(writes!.deletes.map(decode), [{ q: { _id: new Int32(2) }, limit: new Int32(1) }]);
     assert.equal(writes!.deletedIds.length, 1);
   });
 
   it('treats an int and a double _id of one value as one document', () => {
-    const plan = planWrites(readBatch(concatDocuments([event('delete', new Int32(4)), event('insert', new Double(4), { _id: new Double(4) })])));
+    const plan = planWrites(
+      readBatch(concatDocuments([event('delete', new Int32(4)), event('insert', new Double(4), { _id: new Double(4) })])),
+    );
     assert.equal(plan.coalesced, 1);
     assert.equal(plan.namespaces[0]!.deletes.length, 0);
     assert.equal(plan.namespaces[0]!.upserts.length, 1);
@@ -134,8 +141,19 @@ describe('planning the writes of a batch', () => {
   it('keeps every BSON byte of the document, types no JavaScript value has included', () => {
     // {_id: 1, u: undefined}: the deprecated undefined type (0x06) has no JavaScript value bson would write back.
     const doc = Uint8Array.from([17, 0, 0, 0, 0x10, 0x5f, 0x69, 0x64, 0, 1, 0, 0, 0, 0x06, 0x75, 0, 0]);
-    const head = serialize({ _id: { _data: '8200' }, operationType: 'insert', ns: { db: 'd', coll: 'c' }, documentKey: { _id: new Int32(1) } });
-    const raw = concatDocuments([head.subarray(0, head.length - 1), Uint8Array.of(0x03), Buffer.from('fullDocument\0'), doc, Uint8Array.of(0)]);
+    const head = serialize({
+      _id: { _data: '8200' },
+      operationType: 'insert',
+      ns: { db: 'd', coll: 'c' },
+      documentKey: { _id: new Int32(1) },
+    });
+    const raw = concatDocuments([
+      head.subarray(0, head.length - 1),
+      Uint8Array.of(0x03),
+      Buffer.from('fullDocument\0'),
+      doc,
+      Uint8Array.of(0),
+    ]);
     new DataView(raw.buffer).setInt32(0, raw.length, true);
     const [writes] = planWrites(readBatch(raw)).namespaces;
     assert.ok(Buffer.from(writes!.upserts[0]!).includes(Buffer.from(doc)), 'the document bytes travel unchanged');

@@ -12,7 +12,9 @@ import { bsonValue } from './bson-arbitraries.js';
 const fieldName = fc
   .string({ unit: 'grapheme-ascii', minLength: 1, maxLength: 4 })
   .filter((s) => !s.includes('\0') && !s.includes('.') && !s.startsWith('$') && !/^\d+$/.test(s) && s !== '__proto__' && s !== '_id');
-const documents = fc.dictionary(fieldName, bsonValue, { minKeys: 1, maxKeys: 5 }).map((fields) => toBuffer(BSON.serialize({ _id: 1, ...fields })));
+const documents = fc
+  .dictionary(fieldName, bsonValue, { minKeys: 1, maxKeys: 5 })
+  .map((fields) => toBuffer(BSON.serialize({ _id: 1, ...fields })));
 const clock = { now: new Date(0), timestamp: new Timestamp({ t: 1, i: 1 }) };
 
 function toBuffer(bytes: Uint8Array): Buffer {
@@ -77,7 +79,11 @@ test('$inc and $mul follow mongod SafeNum types', () => {
     const raw = toBuffer(BSON.serialize({ _id: 1, v: start }));
     const result = compile({ [operator]: { v: by } }).apply(raw, undefined, clock)!;
     const v = BSON.deserialize(result.raw, { promoteValues: false }).v;
-    assert.equal((v as { _bsontype: string })._bsontype, (expected as { _bsontype: string })._bsontype, `${String(start)} ${operator} ${String(by)}`);
+    assert.equal(
+      (v as { _bsontype: string })._bsontype,
+      (expected as { _bsontype: string })._bsontype,
+      `${String(start)} ${operator} ${String(by)}`,
+    );
     assert.equal(String(v), String(expected));
   }
   const max = toBuffer(BSON.serialize({ _id: 1, v: Long.MAX_VALUE }));

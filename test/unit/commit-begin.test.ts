@@ -29,7 +29,11 @@ describe('beginning a commit', () => {
     const commands: Document[] = [];
     const source = failingSource(commands);
     const destination = { db: () => ({ collection: () => ({}) }) } as unknown as MongoClient;
-    const request = { source: 'cluster0', destination: 'cluster1', enableUserWriteBlocking: 'sourceAndDestination' } as unknown as StartRequest;
+    const request = {
+      source: 'cluster0',
+      destination: 'cluster1',
+      enableUserWriteBlocking: 'sourceAndDestination',
+    } as unknown as StartRequest;
     const commit = new CommitProcess({ source, destination, store: new MetadataStore(destination, 'test'), request, logger });
     await assert.rejects(commit.begin(), /not primary/);
     const blocking = commands.filter((c) => 'setUserWriteBlockMode' in c).map((c) => c.global);

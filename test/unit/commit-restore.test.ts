@@ -35,7 +35,9 @@ describe('commit restore steps', () => {
   });
 
   it('put back prepareUnique alone, TTL values and hidden flags', () => {
-    assert.deepEqual(stepsFor({ key: { a: 1 }, name: 'a_1', prepareUnique: true }), [['prepareUnique', { index: { name: 'a_1', prepareUnique: true } }]]);
+    assert.deepEqual(stepsFor({ key: { a: 1 }, name: 'a_1', prepareUnique: true }), [
+      ['prepareUnique', { index: { name: 'a_1', prepareUnique: true } }],
+    ]);
     assert.deepEqual(stepsFor({ key: { at: 1 }, name: 'at_1', expireAfterSeconds: new Int32(3600) }), [
       ['expireAfterSeconds', { index: { name: 'at_1', expireAfterSeconds: new Int32(3600) } }],
     ]);
@@ -50,31 +52,47 @@ describe('commit restore steps', () => {
 
   it('give a capped collection its size and document limit back, and nothing when it has them', () => {
     const source = { capped: true, size: 65536, max: 20 };
-    assert.deepEqual(cappedSteps(ns, source, { capped: true, size: 1024 ** 5 }).map((s) => s.change), [{ cappedSize: 65536, cappedMax: 20 }]);
+    assert.deepEqual(
+      cappedSteps(ns, source, { capped: true, size: 1024 ** 5 }).map((s) => s.change),
+      [{ cappedSize: 65536, cappedMax: 20 }],
+    );
     assert.deepEqual(cappedSteps(ns, source, source), []);
     assert.deepEqual(cappedSteps(ns, { capped: true, size: 4096, max: 0 }, { capped: true, size: 4096 }), [], 'max 0 means none');
     assert.deepEqual(cappedSteps(ns, {}, {}), []);
   });
 
-  it("give a clustered or time-series collection its collection-level TTL back, and nothing when it has it", () => {
+  it('give a clustered or time-series collection its collection-level TTL back, and nothing when it has it', () => {
     const clusteredIndex = { key: { _id: 1 }, unique: true };
     const source = { clusteredIndex, expireAfterSeconds: new Long(3600) };
     const steps = collectionTtlSteps(ns, source, { clusteredIndex });
-    assert.deepEqual(steps.map((s) => [s.what, s.change, s.index]), [['collection expireAfterSeconds', { expireAfterSeconds: new Long(3600) }, undefined]]);
+    assert.deepEqual(
+      steps.map((s) => [s.what, s.change, s.index]),
+      [['collection expireAfterSeconds', { expireAfterSeconds: new Long(3600) }, undefined]],
+    );
     assert.deepEqual(collectionTtlSteps(ns, source, { clusteredIndex, expireAfterSeconds: new Long(3600) }), []);
     const timeseries = { timeField: 't' };
-    assert.deepEqual(collectionTtlSteps(ns, { timeseries, expireAfterSeconds: 60 }, { timeseries }).map((s) => s.change), [{ expireAfterSeconds: 60 }]);
-    assert.deepEqual(collectionTtlSteps(ns, { timeseries }, { timeseries, expireAfterSeconds: 60 }).map((s) => s.change), [{ expireAfterSeconds: 'off' }], 'turned off on the source');
+    assert.deepEqual(
+      collectionTtlSteps(ns, { timeseries, expireAfterSeconds: 60 }, { timeseries }).map((s) => s.change),
+      [{ expireAfterSeconds: 60 }],
+    );
+    assert.deepEqual(
+      collectionTtlSteps(ns, { timeseries }, { timeseries, expireAfterSeconds: 60 }).map((s) => s.change),
+      [{ expireAfterSeconds: 'off' }],
+      'turned off on the source',
+    );
     assert.deepEqual(collectionTtlSteps(ns, {}, {}), []);
   });
 
-  it('send the collMod that gives a clustered collection created without its TTL the source\'s back', async () => {
+  it("send the collMod that gives a clustered collection created without its TTL the source's back", async () => {
     const sourceOptions = { clusteredIndex: { v: 2, key: { _id: 1 }, name: '_id_', unique: true }, expireAfterSeconds: new Long(3600) };
-    const record = namespaceRecord(
-      { db: ns.db, coll: ns.coll, type: 'collection', options: sourceOptions, indexes: [] },
-      'afterCopy',
-      { source: 'cluster0', destination: 'cluster1', buildIndexes: 'afterDataCopy', reversible: false, enableUserWriteBlocking: 'destinationOnly', verification: { enabled: true } },
-    );
+    const record = namespaceRecord({ db: ns.db, coll: ns.coll, type: 'collection', options: sourceOptions, indexes: [] }, 'afterCopy', {
+      source: 'cluster0',
+      destination: 'cluster1',
+      buildIndexes: 'afterDataCopy',
+      reversible: false,
+      enableUserWriteBlocking: 'destinationOnly',
+      verification: { enabled: true },
+    });
     const source = fakeCluster(sourceOptions);
     const destination = fakeCluster(record.createOptions);
     const failures = await runRestore(destination.client, await planRestore(source.client, destination.client, [record]));

@@ -44,7 +44,12 @@ describe('defaults and derived figures', () => {
     assert.equal(options.disableVerification, false);
     assert.equal(options.logPath, undefined);
     assert.deepEqual(
-      { copyWorkers: options.copyWorkers, batchesInFlight: options.batchesInFlight, applyLanes: options.applyLanes, batchBytes: options.batchBytes },
+      {
+        copyWorkers: options.copyWorkers,
+        batchesInFlight: options.batchesInFlight,
+        applyLanes: options.applyLanes,
+        batchBytes: options.batchBytes,
+      },
       LOAD_LEVELS[3],
     );
   });
@@ -107,8 +112,14 @@ describe('config file', () => {
     assert.match(refusal({ ...URIS, config: configFile('- port\n- 1\n') }), /must be a mapping of option names to values/);
     assert.match(refusal({ ...URIS, config: configFile('prot: 1\n') }), /config file .*: unknown option "prot"/);
     assert.match(refusal({ ...URIS, config: configFile('config: other.yaml\n') }), /unknown option "config"/);
-    assert.match(refusal({ ...URIS, config: configFile('port: 70000\n') }), /"port" in .*config-\d+\.yaml must be an integer from 0 to 65535, got 70000/);
-    assert.match(refusal({ config: configFile('cluster0: "mongodb://u:hunter2@h:1:2"\ncluster1: "mongodb://h"\n') }), /--cluster0 is not a valid MongoDB connection string/);
+    assert.match(
+      refusal({ ...URIS, config: configFile('port: 70000\n') }),
+      /"port" in .*config-\d+\.yaml must be an integer from 0 to 65535, got 70000/,
+    );
+    assert.match(
+      refusal({ config: configFile('cluster0: "mongodb://u:hunter2@h:1:2"\ncluster1: "mongodb://h"\n') }),
+      /--cluster0 is not a valid MongoDB connection string/,
+    );
   });
 });
 
@@ -117,7 +128,10 @@ describe('bad flags are refused by name', () => {
     [{ cluster1: URIS.cluster1 }, /--cluster0 is required/],
     [{ cluster0: URIS.cluster0 }, /--cluster1 is required/],
     [{ ...URIS, cluster0: 'http://u:pw0@a.example' }, /--cluster0 is not a valid MongoDB connection string: Invalid scheme/],
-    [{ ...URIS, cluster1: 'mongodb://u:pw1@b.example/?notAnOption=1' }, /--cluster1 is not a valid MongoDB connection string: option notanoption is not supported/],
+    [
+      { ...URIS, cluster1: 'mongodb://u:pw1@b.example/?notAnOption=1' },
+      /--cluster1 is not a valid MongoDB connection string: option notanoption is not supported/,
+    ],
     [{ ...URIS, cluster0: 'mongodb://u:pw0@h:99999' }, /--cluster0 is not a valid MongoDB connection string/],
     [{ ...URIS, port: 'abc' }, /--port must be an integer from 0 to 65535, got "abc"/],
     [{ ...URIS, port: '-1' }, /--port must be an integer/],

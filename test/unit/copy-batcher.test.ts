@@ -28,28 +28,48 @@ function batchAll(sizes: number[], maxBytes: number, maxDocuments: number): { ba
 }
 
 /** The documents of a batch, split at their length prefixes. */
-const split = (batch: RawBatch) => documentStarts(batch).map((start) => Uint8Array.from(batch.bytes.subarray(start, start + new DataView(batch.bytes.buffer, batch.bytes.byteOffset + start).getInt32(0, true))));
+const split = (batch: RawBatch) =>
+  documentStarts(batch).map((start) =>
+    Uint8Array.from(
+      batch.bytes.subarray(start, start + new DataView(batch.bytes.buffer, batch.bytes.byteOffset + start).getInt32(0, true)),
+    ),
+  );
 
 describe('Batcher', () => {
   it('closes a batch before the document that would take it past the byte limit', () => {
     const { batches } = batchAll([400, 400, 400, 400], 1000, 100);
-    assert.deepEqual(batches.map((b) => b.count), [2, 2]);
-    assert.deepEqual(batches.map((b) => b.bytes.byteLength), [800, 800]);
+    assert.deepEqual(
+      batches.map((b) => b.count),
+      [2, 2],
+    );
+    assert.deepEqual(
+      batches.map((b) => b.bytes.byteLength),
+      [800, 800],
+    );
   });
 
   it('fills a batch exactly to the byte limit', () => {
     const { batches } = batchAll([500, 500, 500], 1000, 100);
-    assert.deepEqual(batches.map((b) => b.bytes.byteLength), [1000, 500]);
+    assert.deepEqual(
+      batches.map((b) => b.bytes.byteLength),
+      [1000, 500],
+    );
   });
 
   it('closes a batch at the document count limit', () => {
     const { batches } = batchAll(Array(7).fill(10), 1_000_000, 3);
-    assert.deepEqual(batches.map((b) => b.count), [3, 3, 1]);
+    assert.deepEqual(
+      batches.map((b) => b.count),
+      [3, 3, 1],
+    );
   });
 
   it('sends a document larger than the byte limit alone (a 16 MiB document with small batches)', () => {
     const { batches } = batchAll([100, 16 * 1024 * 1024, 100], 4096, 100);
-    assert.deepEqual(batches.map((b) => b.count), [1, 1, 1]);
+    assert.deepEqual(
+      batches.map((b) => b.count),
+      [1, 1, 1],
+    );
     assert.equal(batches[1]!.bytes.byteLength, 16 * 1024 * 1024);
   });
 
@@ -134,7 +154,14 @@ describe('BatchBuffers', () => {
     fc.assert(
       fc.property(
         fc.integer({ min: 1, max: 4 }),
-        fc.array(fc.oneof(fc.constant({ op: 'acquire' as const, bytes: 8 }), fc.constant({ op: 'acquire' as const, bytes: 20 }), fc.nat({ max: 5 }).map((n) => ({ op: 'release' as const, n }))), { maxLength: 60 }),
+        fc.array(
+          fc.oneof(
+            fc.constant({ op: 'acquire' as const, bytes: 8 }),
+            fc.constant({ op: 'acquire' as const, bytes: 20 }),
+            fc.nat({ max: 5 }).map((n) => ({ op: 'release' as const, n })),
+          ),
+          { maxLength: 60 },
+        ),
         (capacity, steps) => {
           const buffers = new BatchBuffers(16, capacity);
           const held: Buffer[] = [];

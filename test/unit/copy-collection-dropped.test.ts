@@ -42,7 +42,10 @@ describe('a partition copy whose collection is dropped or renamed under its curs
       const ids = Array.from({ length: 200 }, (_, i) => i);
       const written: number[] = [];
       const finds: Document[] = [];
-      const outcome = await copyPartition(partitionTask({ order }), copyResources(droppingSource(ids, finds), recordingDestination(written)));
+      const outcome = await copyPartition(
+        partitionTask({ order }),
+        copyResources(droppingSource(ids, finds), recordingDestination(written)),
+      );
       assert.equal(outcome.status, 'done');
       assert.equal(finds.length, 2, 'one restarted read');
       // The batches written before the drop stay (a batch still being filled is dropped with the

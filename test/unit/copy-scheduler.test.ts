@@ -51,9 +51,17 @@ function harness(partitionsAtOnce: number, work: (task: PartitionTask, stop: Sto
   } as unknown as CopyPool;
   const partitions = {
     start: async (r: PartitionRow) => void events.push(`start ${r.key.index}`),
-    finish: async (key: PartitionRow['key'], position: { copiedDocs: number }) => void events.push(`finish ${key.index} ${position.copiedDocs}`),
+    finish: async (key: PartitionRow['key'], position: { copiedDocs: number }) =>
+      void events.push(`finish ${key.index} ${position.copiedDocs}`),
   } as unknown as PartitionTable;
-  const scheduler = new CopyScheduler({ pool, partitions, settings, averageDocumentBytes: new Map(), histograms: new HistogramSet(), logger });
+  const scheduler = new CopyScheduler({
+    pool,
+    partitions,
+    settings,
+    averageDocumentBytes: new Map(),
+    histograms: new HistogramSet(),
+    logger,
+  });
   return { scheduler, events, mostRunning: () => mostRunning };
 }
 
@@ -69,7 +77,10 @@ describe('CopyScheduler', () => {
     assert.equal(await scheduler.run([row(0), row(1), row(2), row(3), row(4)]), 'done');
     for (let i = 0; i < 5; i++) {
       const start = events.indexOf(`start ${i}`);
-      assert.ok(start >= 0 && start < events.indexOf(`run ${i}`) && events.indexOf(`run ${i}`) < events.indexOf(`finish ${i} ${i * 100}`), events.join(', '));
+      assert.ok(
+        start >= 0 && start < events.indexOf(`run ${i}`) && events.indexOf(`run ${i}`) < events.indexOf(`finish ${i} ${i * 100}`),
+        events.join(', '),
+      );
     }
     assert.equal(mostRunning(), 2);
   });

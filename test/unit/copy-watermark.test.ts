@@ -37,7 +37,9 @@ describe('Watermark', () => {
   it('after any completion order, covers exactly the longest completed prefix (property)', () => {
     fc.assert(
       fc.property(
-        fc.integer({ min: 1, max: 40 }).chain((n) => fc.tuple(fc.constant(n), fc.shuffledSubarray([...Array(n).keys()], { minLength: 0, maxLength: n }))),
+        fc
+          .integer({ min: 1, max: 40 })
+          .chain((n) => fc.tuple(fc.constant(n), fc.shuffledSubarray([...Array(n).keys()], { minLength: 0, maxLength: n }))),
         ([, order]) => {
           const watermark = new Watermark<number>();
           const done = new Set<number>();

@@ -12,7 +12,10 @@ import { CopyWriteError, createBatchWriter } from '../../src/copy/write-path.js'
 
 // The driver's own result and error classes (not exported as values by the package).
 type Ctor = new (...args: never[]) => unknown;
-const common = createRequire(import.meta.url)('mongodb/lib/bulk/common.js') as Record<'BulkWriteResult' | 'WriteError' | 'WriteConcernError', Ctor>;
+const common = createRequire(import.meta.url)('mongodb/lib/bulk/common.js') as Record<
+  'BulkWriteResult' | 'WriteError' | 'WriteConcernError',
+  Ctor
+>;
 const make = <T>(name: keyof typeof common, ...args: unknown[]) => new (common[name] as unknown as new (...a: unknown[]) => T)(...args);
 
 const DOCUMENTS = 3;
@@ -28,9 +31,8 @@ function batch(): RawBatch {
 
 /** A driver `BulkWriteResult` as an unordered insert of `DOCUMENTS` leaves it. */
 function bulkResult(options: { inserted: number; duplicates?: number; writeConcernErrors?: Document[] }): BulkWriteResult {
-  const writeErrors = Array.from(
-    { length: options.duplicates ?? 0 },
-    (_, i) => make('WriteError', { index: i, code: 11000, errmsg: 'E11000 duplicate key error' }),
+  const writeErrors = Array.from({ length: options.duplicates ?? 0 }, (_, i) =>
+    make('WriteError', { index: i, code: 11000, errmsg: 'E11000 duplicate key error' }),
   );
   return make<BulkWriteResult>(
     'BulkWriteResult',
@@ -70,7 +72,10 @@ describe('decode write path: write concern failures', () => {
     const error = new MongoBulkWriteError({ message: WRITE_CONCERN_FAILED.errmsg, code: 64 }, bulkResult({ inserted: DOCUMENTS }));
     assert.equal(error.err, undefined);
     assert.deepEqual(error.writeErrors, []);
-    await assert.rejects(writerFailingWith(error).write(batch()), (e: unknown) => e instanceof CopyWriteError && e.code === 64 && /write concern/.test(e.message));
+    await assert.rejects(
+      writerFailingWith(error).write(batch()),
+      (e: unknown) => e instanceof CopyWriteError && e.code === 64 && /write concern/.test(e.message),
+    );
   });
 
   it('fails a batch with duplicates whose write concern failed too (writeConcernErrors in the result)', async () => {
@@ -83,7 +88,10 @@ describe('decode write path: write concern failures', () => {
   });
 
   it('fails a batch whose only error is a write concern error (err)', async () => {
-    const error = new MongoBulkWriteError(make('WriteConcernError', WRITE_CONCERN_FAILED) as never, bulkResult({ inserted: DOCUMENTS, writeConcernErrors: [WRITE_CONCERN_FAILED] }));
+    const error = new MongoBulkWriteError(
+      make('WriteConcernError', WRITE_CONCERN_FAILED) as never,
+      bulkResult({ inserted: DOCUMENTS, writeConcernErrors: [WRITE_CONCERN_FAILED] }),
+    );
     await assert.rejects(writerFailingWith(error).write(batch()), (e: unknown) => e instanceof CopyWriteError && e.code === 64);
   });
 

@@ -38,7 +38,9 @@ async function commandEntries(action: () => Promise<unknown>): Promise<OplogEntr
 test('a rename within a database is one entry on the source database, with the source UUID', async () => {
   await db.collection('a').insertOne({});
   const uuid = server.instance.catalog.collection('oplogshapes', 'a')!.uuid;
-  const [entry, ...rest] = await commandEntries(() => client.db('admin').command({ renameCollection: 'oplogshapes.a', to: 'oplogshapes.b' }));
+  const [entry, ...rest] = await commandEntries(() =>
+    client.db('admin').command({ renameCollection: 'oplogshapes.a', to: 'oplogshapes.b' }),
+  );
   assert.equal(rest.length, 0);
   assert.equal(entry.ns, 'oplogshapes.$cmd');
   assert.equal(entry.ui?.toHexString(), uuid.toHexString());
@@ -50,7 +52,9 @@ test('dropTarget names the dropped collection by UUID and counts its records in 
   await db.collection('c').insertOne({});
   await db.collection('d').insertMany([{}, {}]);
   const target = server.instance.catalog.collection('oplogshapes', 'd')!.uuid;
-  const [entry] = await commandEntries(() => client.db('admin').command({ renameCollection: 'oplogshapes.c', to: 'oplogshapes.d', dropTarget: true }));
+  const [entry] = await commandEntries(() =>
+    client.db('admin').command({ renameCollection: 'oplogshapes.c', to: 'oplogshapes.d', dropTarget: true }),
+  );
   assert.equal((entry.o as { dropTarget: { toHexString(): string } }).dropTarget.toHexString(), target.toHexString());
   assert.deepEqual(entry.o2, { numRecords: 2 });
 });
@@ -66,7 +70,9 @@ test('collMod records the changes in o and the previous options in o2', async ()
   await db.createCollection('f', { validationLevel: 'moderate' });
   const collection = server.instance.catalog.collection('oplogshapes', 'f')!;
   collection.addIndex({ v: 2, key: { x: 1 }, name: 'x_1' });
-  const [entry] = await commandEntries(() => db.command({ collMod: 'f', index: { keyPattern: { x: 1 }, hidden: true }, validationAction: 'warn' }));
+  const [entry] = await commandEntries(() =>
+    db.command({ collMod: 'f', index: { keyPattern: { x: 1 }, hidden: true }, validationAction: 'warn' }),
+  );
   assert.deepEqual(entry.o, { collMod: 'f', validationAction: 'warn', index: { name: 'x_1', hidden: true } });
   const o2 = entry.o2 as { collectionOptions_old: Record<string, unknown>; indexOptions_old: Record<string, unknown> };
   assert.deepEqual(Object.keys(o2.collectionOptions_old), ['uuid', 'validationLevel']);
@@ -81,13 +87,10 @@ test('a cross-database rename is a copy: create, inserts, rename, then drop of t
   const entries = oplog.read(from, true, 1000);
   const tmp = (entries[0].o as { create: string }).create;
   assert.match(tmp, /^tmp[0-9A-Za-z]{5}\.renameCollection$/);
-  assert.deepEqual(entries.map((e) => `${e.op} ${e.ns}`), [
-    'c oplogshapes2.$cmd',
-    `i oplogshapes2.${tmp}`,
-    `i oplogshapes2.${tmp}`,
-    'c oplogshapes2.$cmd',
-    'c oplogshapes.$cmd',
-  ]);
+  assert.deepEqual(
+    entries.map((e) => `${e.op} ${e.ns}`),
+    ['c oplogshapes2.$cmd', `i oplogshapes2.${tmp}`, `i oplogshapes2.${tmp}`, 'c oplogshapes2.$cmd', 'c oplogshapes.$cmd'],
+  );
   assert.deepEqual(entries[3].o, { renameCollection: `oplogshapes2.${tmp}`, to: 'oplogshapes2.h', stayTemp: false });
   assert.deepEqual(entries[4].o, { drop: 'g' });
   await client.db('oplogshapes2').dropDatabase();

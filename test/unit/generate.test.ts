@@ -42,7 +42,10 @@ describe('data generator and cluster comparison', () => {
   it('writes about the requested size, and reports exactly what it wrote', async () => {
     assert.ok(report.totalBytes >= SIZE_MB * 0.9 * 2 ** 20, `${report.totalBytes} bytes`);
     assert.ok(report.totalBytes <= SIZE_MB * 1.3 * 2 ** 20, `${report.totalBytes} bytes`);
-    assert.equal(report.totalBytes, report.collections.reduce((sum, c) => sum + c.bytes, 0));
+    assert.equal(
+      report.totalBytes,
+      report.collections.reduce((sum, c) => sum + c.bytes, 0),
+    );
     for (const { ns, documents } of report.collections) {
       const [db, coll] = [ns.slice(0, ns.indexOf('.')), ns.slice(ns.indexOf('.') + 1)];
       assert.equal(await source.db(db).collection(coll).countDocuments(), documents, ns);
@@ -59,16 +62,42 @@ describe('data generator and cluster comparison', () => {
       ...(await shop.collection('products').listIndexes().toArray()),
       ...(await source.db('gen_analytics').collection('pageViews').listIndexes().toArray()),
     ];
-    assert.ok(indexes.some((i) => i.unique === true), 'unique');
-    assert.ok(indexes.some((i) => Object.keys(i.key).length > 1), 'compound');
-    assert.ok(indexes.some((i) => typeof i.expireAfterSeconds === 'number'), 'TTL');
-    assert.ok(indexes.some((i) => i.hidden === true), 'hidden');
-    assert.ok(indexes.some((i) => i.partialFilterExpression !== undefined), 'partial');
-    assert.ok(indexes.some((i) => i.sparse === true), 'sparse');
+    assert.ok(
+      indexes.some((i) => i.unique === true),
+      'unique',
+    );
+    assert.ok(
+      indexes.some((i) => Object.keys(i.key).length > 1),
+      'compound',
+    );
+    assert.ok(
+      indexes.some((i) => typeof i.expireAfterSeconds === 'number'),
+      'TTL',
+    );
+    assert.ok(
+      indexes.some((i) => i.hidden === true),
+      'hidden',
+    );
+    assert.ok(
+      indexes.some((i) => i.partialFilterExpression !== undefined),
+      'partial',
+    );
+    assert.ok(
+      indexes.some((i) => i.sparse === true),
+      'sparse',
+    );
     const collections = await shop.listCollections().toArray();
-    assert.ok(collections.some((c) => (c as { options?: Document }).options?.capped === true), 'capped');
-    assert.ok(collections.some((c) => c.type === 'view'), 'view');
-    const mixed = await source.db('gen_analytics').collection('mixedKeys')
+    assert.ok(
+      collections.some((c) => (c as { options?: Document }).options?.capped === true),
+      'capped',
+    );
+    assert.ok(
+      collections.some((c) => c.type === 'view'),
+      'view',
+    );
+    const mixed = await source
+      .db('gen_analytics')
+      .collection('mixedKeys')
       .find({}, { projection: { _id: 1 }, promoteValues: false })
       .toArray();
     const idTypes = new Set(mixed.map((d) => (d._id as { _bsontype?: string })._bsontype ?? typeof d._id));
@@ -95,7 +124,10 @@ describe('data generator and cluster comparison', () => {
       const selector = createNamespaceSelector(undefined, [{ database: 'gen_shop', collections: ['orders'] }]);
       assert.deepEqual(await compareClusters(pair.cluster0, pair.cluster1, { selector }), []);
     } finally {
-      const original = await source.db('gen_shop').collection<{ _id: Int32 }>('orders').findOne({ _id: new Int32(5) });
+      const original = await source
+        .db('gen_shop')
+        .collection<{ _id: Int32 }>('orders')
+        .findOne({ _id: new Int32(5) });
       await orders.replaceOne({ _id: new Int32(5) }, original!);
     }
     assert.deepEqual(await compareClusters(pair.cluster0, pair.cluster1), []);
@@ -131,15 +163,12 @@ describe('data generator and cluster comparison', () => {
     await shop.collection('products').createIndex({ category: 1 }, { name: 'category_hidden' });
 
     const exact = await compareClusters(pair.cluster0, pair.cluster1);
-    assert.deepEqual(
-      exact.map((d) => (d.kind === 'index' ? `${d.ns} ${d.name}` : d.kind)).sort(),
-      [
-        'gen_analytics.pageViews createdAt_ttl',
-        'gen_inventory.stock warehouse_sku_unique',
-        'gen_shop.customers email_unique',
-        'gen_shop.products category_hidden',
-      ],
-    );
+    assert.deepEqual(exact.map((d) => (d.kind === 'index' ? `${d.ns} ${d.name}` : d.kind)).sort(), [
+      'gen_analytics.pageViews createdAt_ttl',
+      'gen_inventory.stock warehouse_sku_unique',
+      'gen_shop.customers email_unique',
+      'gen_shop.products category_hidden',
+    ]);
     assert.deepEqual(await compareClusters(pair.cluster0, pair.cluster1, { expectedIndex: temporaryIndexForm }), []);
   });
 

@@ -38,7 +38,10 @@ test('draft 4 keywords: boolean exclusive bounds, lengths, patterns, enum, items
   assert.equal(valid({ properties: { a: { items: { bsonType: 'string' } } } }, { a: ['x', 'y'] }), true);
   assert.equal(valid({ properties: { a: { items: { bsonType: 'string' } } } }, { a: ['x', 2] }), false);
   assert.equal(valid({ properties: { a: { uniqueItems: true } } }, { a: [1, 1.0] }), false);
-  assert.equal(valid({ properties: { a: { items: [{ bsonType: 'int' }], additionalItems: false } } }, { a: [new Int32(1), 'extra'] }), false);
+  assert.equal(
+    valid({ properties: { a: { items: [{ bsonType: 'int' }], additionalItems: false } } }, { a: [new Int32(1), 'extra'] }),
+    false,
+  );
 });
 
 test('object keywords: required, additionalProperties, patternProperties, dependencies', () => {
@@ -59,10 +62,16 @@ test('combinators: allOf, anyOf, oneOf (exactly one), not', () => {
   assert.equal(valid({ properties: { n: { anyOf: [{ bsonType: 'string' }, { bsonType: 'int' }] } } }, { n: new Double(1) }), false);
 });
 
-test('failures are explained in mongod\'s schemaRulesNotSatisfied shape', () => {
-  const rules = evaluateSchema({ required: ['name'], properties: { n: { bsonType: 'int', description: 'a count' } } }, stored({ n: new Double(2) }));
+test("failures are explained in mongod's schemaRulesNotSatisfied shape", () => {
+  const rules = evaluateSchema(
+    { required: ['name'], properties: { n: { bsonType: 'int', description: 'a count' } } },
+    stored({ n: new Double(2) }),
+  );
   assert.deepEqual(rules[0], { operatorName: 'required', specifiedAs: { required: ['name'] }, missingProperties: ['name'] });
-  const properties = rules[1] as { operatorName: string; propertiesNotSatisfied: { propertyName: string; description: string; details: { consideredType: string }[] }[] };
+  const properties = rules[1] as {
+    operatorName: string;
+    propertiesNotSatisfied: { propertyName: string; description: string; details: { consideredType: string }[] }[];
+  };
   assert.equal(properties.operatorName, 'properties');
   assert.equal(properties.propertiesNotSatisfied[0].propertyName, 'n');
   assert.equal(properties.propertiesNotSatisfied[0].description, 'a count');

@@ -56,7 +56,13 @@ describe('createLogger', () => {
     log.logger.warn('yes warn');
     log.logger.panic('yes panic');
     log.flush();
-    assert.deepEqual(lines(log.target).map((l) => [l.level, l.message]), [['warn', 'yes warn'], ['panic', 'yes panic']]);
+    assert.deepEqual(
+      lines(log.target).map((l) => [l.level, l.message]),
+      [
+        ['warn', 'yes warn'],
+        ['panic', 'yes panic'],
+      ],
+    );
   });
 
   it('never writes a connection-string password, in messages, fields or errors', () => {
@@ -79,9 +85,15 @@ describe('createLogger', () => {
     log.reopen();
     log.logger.info('after');
     log.flush();
-    assert.deepEqual(lines(`${log.target}.1`).map((l) => l.message), ['before', 'still to the moved file']);
+    assert.deepEqual(
+      lines(`${log.target}.1`).map((l) => l.message),
+      ['before', 'still to the moved file'],
+    );
     assert.ok(existsSync(log.target));
-    assert.deepEqual(lines(log.target).map((l) => l.message), ['after']);
+    assert.deepEqual(
+      lines(log.target).map((l) => l.message),
+      ['after'],
+    );
   });
 
   it('a log path that cannot be a directory is a ConfigError', () => {

@@ -76,9 +76,7 @@ describe('namespace selection: includeNamespaces', () => {
   });
 
   it('collections and collectionsRegex in one entry select either', () => {
-    const selector = createNamespaceSelector([
-      { database: 'shop', collections: ['orders'], collectionsRegex: { pattern: '^tmp_' } },
-    ]);
+    const selector = createNamespaceSelector([{ database: 'shop', collections: ['orders'], collectionsRegex: { pattern: '^tmp_' } }]);
     assert.equal(selector.selects('shop', 'orders'), true);
     assert.equal(selector.selects('shop', 'tmp_1'), true);
     assert.equal(selector.selects('shop', 'items'), false);
@@ -111,10 +109,7 @@ describe('namespace selection: includeNamespaces', () => {
 
 describe('namespace selection: excludeNamespaces', () => {
   it('excludes a whole database or some collections, without include filters', () => {
-    const selector = createNamespaceSelector(undefined, [
-      { database: 'scratch' },
-      { database: 'shop', collections: ['sessions'] },
-    ]);
+    const selector = createNamespaceSelector(undefined, [{ database: 'scratch' }, { database: 'shop', collections: ['sessions'] }]);
     assert.equal(selector.selectsDatabase('scratch'), false);
     assert.equal(selector.selects('scratch', 'a'), false);
     assert.equal(selector.selects('shop', 'sessions'), false);
@@ -126,10 +121,7 @@ describe('namespace selection: excludeNamespaces', () => {
   it('exclusion wins over inclusion', () => {
     const selector = createNamespaceSelector(
       [{ database: 'shop' }, { databaseRegex: { pattern: '^tenant_' } }],
-      [
-        { database: 'shop', collectionsRegex: { pattern: '^cache' } },
-        { databaseRegex: { pattern: '_test$' } },
-      ],
+      [{ database: 'shop', collectionsRegex: { pattern: '^cache' } }, { databaseRegex: { pattern: '_test$' } }],
     );
     assert.equal(selector.selects('shop', 'orders'), true);
     assert.equal(selector.selects('shop', 'cache_pages'), false);

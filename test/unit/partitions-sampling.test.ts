@@ -5,13 +5,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { EJSON } from 'bson';
 import { Binary, Decimal128, Double, Int32, Long, MaxKey, MinKey, MongoClient, ObjectId, type Collection } from 'mongodb';
-import {
-  partitionFindOptions,
-  planPartitions,
-  readCollectionStats,
-  sampleIds,
-  wantedPartitions,
-} from '../../src/plan/partitions.js';
+import { partitionFindOptions, planPartitions, readCollectionStats, sampleIds, wantedPartitions } from '../../src/plan/partitions.js';
 import { startClusterPair, type ClusterPair } from '../helpers/clusters.js';
 
 const DOCUMENTS = 3_000;
@@ -19,15 +13,24 @@ const DOCUMENTS = 3_000;
 /** The i-th _id: every type an _id can have, in turn. */
 function mixedId(i: number): unknown {
   switch (i % 9) {
-    case 0: return new Int32(i);
-    case 1: return Long.fromNumber(2 ** 40 + i);
-    case 2: return new Double(i + 0.5);
-    case 3: return Decimal128.fromString(`${i}.25`);
-    case 4: return `s-${i}`;
-    case 5: return { k: new Int32(i) };
-    case 6: return new Binary(Buffer.from(String(i)), 0);
-    case 7: return ObjectId.createFromTime(1_700_000_000 + i);
-    default: return new Date(i * 1000);
+    case 0:
+      return new Int32(i);
+    case 1:
+      return Long.fromNumber(2 ** 40 + i);
+    case 2:
+      return new Double(i + 0.5);
+    case 3:
+      return Decimal128.fromString(`${i}.25`);
+    case 4:
+      return `s-${i}`;
+    case 5:
+      return { k: new Int32(i) };
+    case 6:
+      return new Binary(Buffer.from(String(i)), 0);
+    case 7:
+      return ObjectId.createFromTime(1_700_000_000 + i);
+    default:
+      return new Date(i * 1000);
   }
 }
 
@@ -48,7 +51,10 @@ describe('partitions against a cluster', () => {
   });
 
   after(async () => {
-    await client?.db('ferry_partition_test').dropDatabase().catch(() => {});
+    await client
+      ?.db('ferry_partition_test')
+      .dropDatabase()
+      .catch(() => {});
     await client?.close();
     await pair?.stop();
   });
@@ -81,6 +87,9 @@ describe('partitions against a cluster', () => {
       }
     }
     assert.equal(seen.size, DOCUMENTS + 2, 'every document, MinKey and MaxKey included');
-    assert.ok([...seen.values()].every((n) => n === 1), 'no document twice');
+    assert.ok(
+      [...seen.values()].every((n) => n === 1),
+      'no document twice',
+    );
   });
 });

@@ -90,7 +90,10 @@ describe('partition planning: whole collections', () => {
     assertWellFormed(plan);
     const counts = assertCoveredOnce(plan, ids);
     assert.ok(plan.partitions.length >= 2 && plan.partitions.length <= 3);
-    assert.ok(counts.every((c) => c >= 1), `every partition holds a document: ${counts}`);
+    assert.ok(
+      counts.every((c) => c >= 1),
+      `every partition holds a document: ${counts}`,
+    );
   });
 });
 
@@ -162,7 +165,10 @@ describe('partition planning: adversarial _id distributions', () => {
     const plan = planPartitions({ count: 6, size: 60 * MB }, sample, { partitionBytes: MB });
     assertWellFormed(plan);
     const counts = assertCoveredOnce(plan, sample);
-    assert.equal(counts.reduce((a, b) => a + b), 6);
+    assert.equal(
+      counts.reduce((a, b) => a + b),
+      6,
+    );
     assert.ok(plan.partitions.some((p) => partitionContains(p, new Int32(1)) && partitionContains(p, new Double(1))));
   });
 

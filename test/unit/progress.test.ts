@@ -23,13 +23,37 @@ function progress(state: State, snapshot: Partial<EngineSnapshot> = {}, warnings
 describe('collectionCopy', () => {
   const cases: [string, Partial<EngineSnapshot>, { estimatedTotalBytes: number; estimatedCopiedBytes: number }][] = [
     ['no estimate yet: 0 of 1', {}, { estimatedTotalBytes: 1, estimatedCopiedBytes: 0 }],
-    ['nothing to copy (empty collections only): 1 of 1, 100%', { estimatedTotalBytes: 0, estimatedCopiedBytes: 0 }, { estimatedTotalBytes: 1, estimatedCopiedBytes: 1 }],
-    ['an estimate of 0 the copy overtakes: total raised to copied', { estimatedTotalBytes: 0, estimatedCopiedBytes: 500 }, { estimatedTotalBytes: 500, estimatedCopiedBytes: 500 }],
+    [
+      'nothing to copy (empty collections only): 1 of 1, 100%',
+      { estimatedTotalBytes: 0, estimatedCopiedBytes: 0 },
+      { estimatedTotalBytes: 1, estimatedCopiedBytes: 1 },
+    ],
+    [
+      'an estimate of 0 the copy overtakes: total raised to copied',
+      { estimatedTotalBytes: 0, estimatedCopiedBytes: 500 },
+      { estimatedTotalBytes: 500, estimatedCopiedBytes: 500 },
+    ],
     ['plain figures', { estimatedTotalBytes: 1000, estimatedCopiedBytes: 250 }, { estimatedTotalBytes: 1000, estimatedCopiedBytes: 250 }],
-    ['copy overtook the estimate: total raised to copied', { estimatedTotalBytes: 1000, estimatedCopiedBytes: 1200 }, { estimatedTotalBytes: 1200, estimatedCopiedBytes: 1200 }],
-    ['fractions are floored', { estimatedTotalBytes: 10.9, estimatedCopiedBytes: 3.7 }, { estimatedTotalBytes: 10, estimatedCopiedBytes: 3 }],
-    ['negative and NaN copied count as 0', { estimatedTotalBytes: 10, estimatedCopiedBytes: Number.NaN }, { estimatedTotalBytes: 10, estimatedCopiedBytes: 0 }],
-    ['negative total counts as no estimate', { estimatedTotalBytes: -5, estimatedCopiedBytes: 3 }, { estimatedTotalBytes: 1, estimatedCopiedBytes: 0 }],
+    [
+      'copy overtook the estimate: total raised to copied',
+      { estimatedTotalBytes: 1000, estimatedCopiedBytes: 1200 },
+      { estimatedTotalBytes: 1200, estimatedCopiedBytes: 1200 },
+    ],
+    [
+      'fractions are floored',
+      { estimatedTotalBytes: 10.9, estimatedCopiedBytes: 3.7 },
+      { estimatedTotalBytes: 10, estimatedCopiedBytes: 3 },
+    ],
+    [
+      'negative and NaN copied count as 0',
+      { estimatedTotalBytes: 10, estimatedCopiedBytes: Number.NaN },
+      { estimatedTotalBytes: 10, estimatedCopiedBytes: 0 },
+    ],
+    [
+      'negative total counts as no estimate',
+      { estimatedTotalBytes: -5, estimatedCopiedBytes: 3 },
+      { estimatedTotalBytes: 1, estimatedCopiedBytes: 0 },
+    ],
   ];
   for (const [what, snapshot, expected] of cases) {
     it(what, () => assert.deepEqual(progress('RUNNING', snapshot).collectionCopy, expected));
@@ -37,10 +61,16 @@ describe('collectionCopy', () => {
 });
 
 describe('by state', () => {
-  it('RUNNING reports the engine: info, lag (whole seconds), events, readiness, warnings after the machine\'s own', () => {
+  it("RUNNING reports the engine: info, lag (whole seconds), events, readiness, warnings after the machine's own", () => {
     const p = progress(
       'RUNNING',
-      { info: 'change event application', lag: { overallSeconds: 2.8, crudSeconds: 2.8, ddlSeconds: 0.4 }, eventsApplied: 42, readyToCommit: true, warnings: ['slow destination'] },
+      {
+        info: 'change event application',
+        lag: { overallSeconds: 2.8, crudSeconds: 2.8, ddlSeconds: 0.4 },
+        eventsApplied: 42,
+        readyToCommit: true,
+        warnings: ['slow destination'],
+      },
       ['paused earlier'],
     );
     assert.equal(p.info, 'change event application');
@@ -75,10 +105,19 @@ describe('by state', () => {
   });
 
   it('IDLE: everything but state and canCommit is null, whatever the engine says', () => {
-    const p = buildProgress({ state: 'IDLE', clusters, id: 'i', snapshot: { ...quiet, readyToCommit: true, eventsApplied: 3 }, warnings: ['x'] });
+    const p = buildProgress({
+      state: 'IDLE',
+      clusters,
+      id: 'i',
+      snapshot: { ...quiet, readyToCommit: true, eventsApplied: 3 },
+      warnings: ['x'],
+    });
     assert.deepEqual(
       Object.entries(p).filter(([, value]) => value !== null),
-      [['state', 'IDLE'], ['canCommit', false]],
+      [
+        ['state', 'IDLE'],
+        ['canCommit', false],
+      ],
     );
   });
 });

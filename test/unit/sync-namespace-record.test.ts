@@ -32,7 +32,14 @@ describe('what the destination gets for each source namespace', () => {
   it('a capped collection: created at the largest size without max, original recorded, to be partitioned', () => {
     const uuid = new Binary(Buffer.alloc(16, 1), 4);
     const record = namespaceRecord(
-      { db: 'log', coll: 'events', type: 'collection', uuid, options: { capped: true, size: new Int32(4096), max: new Int32(10) }, indexes: [ID_INDEX] },
+      {
+        db: 'log',
+        coll: 'events',
+        type: 'collection',
+        uuid,
+        options: { capped: true, size: new Int32(4096), max: new Int32(10) },
+        indexes: [ID_INDEX],
+      },
       'afterCopy',
       request(),
     );
@@ -66,7 +73,10 @@ describe('what the destination gets for each source namespace', () => {
       'afterCopy',
       request(),
     );
-    assert.deepEqual(record.indexes.map((index) => index.temporary), [{ key: { name: 1 }, name: 'name_1', collation: { locale: 'simple' } }]);
+    assert.deepEqual(
+      record.indexes.map((index) => index.temporary),
+      [{ key: { name: 1 }, name: 'name_1', collation: { locale: 'simple' } }],
+    );
     assert.deepEqual(record.indexes[0]!.changes, { unique: true });
   });
 

@@ -16,7 +16,11 @@ describe('engine settings', () => {
   });
 
   it('take the checkpoint interval, write path and worker heap from the environment', () => {
-    const settings = engineSettings(OPTIONS, { FERRY_CHECKPOINT_INTERVAL_MS: '50', FERRY_COPY_WRITE_PATH: 'decode', FERRY_WORKER_HEAP_MB: '0' });
+    const settings = engineSettings(OPTIONS, {
+      FERRY_CHECKPOINT_INTERVAL_MS: '50',
+      FERRY_COPY_WRITE_PATH: 'decode',
+      FERRY_WORKER_HEAP_MB: '0',
+    });
     assert.equal(settings.copy.checkpointIntervalMs, 50);
     assert.equal(settings.copy.writePath, 'decode');
     assert.equal(settings.workerHeapMB, 0);
@@ -25,6 +29,9 @@ describe('engine settings', () => {
   it('refuse bad environment values with a message naming the variable', () => {
     assert.throws(() => engineSettings(OPTIONS, { FERRY_CHECKPOINT_INTERVAL_MS: 'soon' }), /FERRY_CHECKPOINT_INTERVAL_MS/);
     assert.throws(() => engineSettings(OPTIONS, { FERRY_COPY_WRITE_PATH: 'fast' }), /FERRY_COPY_WRITE_PATH/);
-    assert.throws(() => engineSettings(OPTIONS, { FERRY_WORKER_HEAP_MB: '-1' }), /FERRY_WORKER_HEAP_MB must be a whole number of megabytes/);
+    assert.throws(
+      () => engineSettings(OPTIONS, { FERRY_WORKER_HEAP_MB: '-1' }),
+      /FERRY_WORKER_HEAP_MB must be a whole number of megabytes/,
+    );
   });
 });

@@ -60,7 +60,13 @@ export class AccessControl {
   }
 
   /** Throws Unauthorized unless the connection may run `command`. */
-  authorize(connection: ConnectionInfo, command: string, db: string, body: Record<string, unknown>, sequences: Map<string, Buffer[]>): void {
+  authorize(
+    connection: ConnectionInfo,
+    command: string,
+    db: string,
+    body: Record<string, unknown>,
+    sequences: Map<string, Buffer[]>,
+  ): void {
     const user = this.userOf(connection);
     if (!user) {
       // The localhost exception: with no users at all, the first one may be created.

@@ -24,7 +24,9 @@ const CLUSTER: Resource = { cluster: true };
 
 /** The collection an `$out` or `$merge` stage writes to. */
 function outputOf(db: string, stage: Record<string, unknown>): Resource | undefined {
-  const spec = stage.$out ?? (stage.$merge === undefined ? undefined : typeof stage.$merge === 'string' ? stage.$merge : (stage.$merge as { into?: unknown }).into);
+  const spec =
+    stage.$out ??
+    (stage.$merge === undefined ? undefined : typeof stage.$merge === 'string' ? stage.$merge : (stage.$merge as { into?: unknown }).into);
   if (spec === undefined) return undefined;
   if (typeof spec === 'string') return { db, collection: spec };
   const target = spec as { db?: string; coll?: string };
@@ -64,7 +66,12 @@ function hasUpsert(statements: unknown): boolean {
  * What a command needs, or undefined when any authenticated user may run it.
  * `statements` gives the update statements when they came in a document sequence.
  */
-export function requirementsOf(command: string, db: string, body: Record<string, unknown>, statements?: { upsert?: boolean }[]): Requirement[] | undefined {
+export function requirementsOf(
+  command: string,
+  db: string,
+  body: Record<string, unknown>,
+  statements?: { upsert?: boolean }[],
+): Requirement[] | undefined {
   const clusterAction = CLUSTER_ACTIONS[command];
   if (clusterAction) return [{ action: clusterAction, resource: CLUSTER }];
   const ns = namespaceOf(db, body[command]);
@@ -80,7 +87,10 @@ export function requirementsOf(command: string, db: string, body: Record<string,
       if ('$changeStream' in first) {
         const spec = (first.$changeStream ?? {}) as { allChangesForCluster?: boolean };
         const resource: Resource = spec.allChangesForCluster ? { db: '', collection: '' } : ns;
-        return [{ action: 'changeStream', resource }, { action: 'find', resource }];
+        return [
+          { action: 'changeStream', resource },
+          { action: 'find', resource },
+        ];
       }
       if ('$collStats' in first) return [{ action: 'collStats', resource: ns }];
       const requirements: Requirement[] = [{ action: 'find', resource: ns }];
@@ -101,7 +111,10 @@ export function requirementsOf(command: string, db: string, body: Record<string,
       return [{ action: 'remove', resource: ns }];
     case 'findAndModify':
     case 'findandmodify': {
-      const requirements: Requirement[] = [{ action: 'find', resource: ns }, { action: body.remove ? 'remove' : 'update', resource: ns }];
+      const requirements: Requirement[] = [
+        { action: 'find', resource: ns },
+        { action: body.remove ? 'remove' : 'update', resource: ns },
+      ];
       if (body.upsert) requirements.push({ action: 'insert', resource: ns });
       return withBypass(requirements, body, ns);
     }

@@ -42,7 +42,8 @@ export function normalizeRoles(roles: unknown, defaultDb: string): RoleName[] {
   if (!Array.isArray(roles)) throw new ServerError('TypeMismatch', "BSON field 'roles' is the wrong type, expected type 'array'");
   return roles.map((r) => {
     const role = typeof r === 'string' ? { role: r, db: defaultDb } : (r as RoleName);
-    if (typeof role?.role !== 'string' || typeof role.db !== 'string') throw new ServerError('BadValue', 'Roles must be strings or {role, db} documents');
+    if (typeof role?.role !== 'string' || typeof role.db !== 'string')
+      throw new ServerError('BadValue', 'Roles must be strings or {role, db} documents');
     if (!isBuiltinRole(role)) throw new ServerError('RoleNotFound', `Could not find role: ${role.role}@${role.db}`);
     return { role: role.role, db: role.db };
   });
@@ -76,10 +77,14 @@ export class UserStore {
 
   add(spec: UserSpec): StoredUser {
     const db = spec.db ?? 'admin';
-    if (typeof spec.user !== 'string' || spec.user.length === 0) throw new ServerError('BadValue', 'User document needs \'user\' field to be non-empty');
+    if (typeof spec.user !== 'string' || spec.user.length === 0)
+      throw new ServerError('BadValue', "User document needs 'user' field to be non-empty");
     if (this.get(db, spec.user)) throw new ServerError(51003, `User "${spec.user}@${db}" already exists`);
     if (typeof spec.password !== 'string' || spec.password.length === 0) {
-      throw new ServerError('BadValue', "Must provide a 'pwd' field for all user documents, except those with '$external' as the user's source db");
+      throw new ServerError(
+        'BadValue',
+        "Must provide a 'pwd' field for all user documents, except those with '$external' as the user's source db",
+      );
     }
     const mechanisms = spec.mechanisms ?? SCRAM_MECHANISMS;
     for (const m of mechanisms) {
@@ -93,7 +98,14 @@ export class UserStore {
       credentials: Object.fromEntries(mechanisms.map((m) => [m, makeCredential(m, spec.user, spec.password)])),
     };
     this.users.set(userKey(db, spec.user), stored);
-    storeInternal(this.systemUsers(), { _id: userKey(db, spec.user), userId: stored.userId, user: stored.user, db, credentials: stored.credentials, roles: stored.roles });
+    storeInternal(this.systemUsers(), {
+      _id: userKey(db, spec.user),
+      userId: stored.userId,
+      user: stored.user,
+      db,
+      credentials: stored.credentials,
+      roles: stored.roles,
+    });
     return stored;
   }
 

@@ -203,4 +203,3 @@ function sameUuid(a: ResumeTokenData, b: ResumeTokenData): boolean {
   if (!a.uuid || !b.uuid) return a.uuid === b.uuid;
   return a.uuid.equals(b.uuid);
 }
-

@@ -70,7 +70,13 @@ function describeCommand(entry: OplogEntry, spec: ChangeStreamSpec): Described |
   if (typeof o.drop === 'string') {
     if (!watchesCollection(scope, db, o.drop)) return undefined;
     // A view is dropped without a collection UUID (mongod: a delete from system.views).
-    return { operationType: 'drop', db, coll: o.drop, notForCollectionStreams: entry.ui === undefined, invalidates: isThisCollection(db, o.drop) };
+    return {
+      operationType: 'drop',
+      db,
+      coll: o.drop,
+      notForCollectionStreams: entry.ui === undefined,
+      invalidates: isThisCollection(db, o.drop),
+    };
   }
   if (typeof o.renameCollection === 'string') {
     const [fromDb, fromColl] = splitNs(o.renameCollection);
@@ -79,7 +85,11 @@ function describeCommand(entry: OplogEntry, spec: ChangeStreamSpec): Described |
     const to = { db: toDb, coll: toColl };
     const operationDescription = { ...without(o, 'renameCollection', 'stayTemp'), to };
     return {
-      operationType: 'rename', db: fromDb, coll: fromColl, to, operationDescription,
+      operationType: 'rename',
+      db: fromDb,
+      coll: fromColl,
+      to,
+      operationDescription,
       invalidates: isThisCollection(fromDb, fromColl) || isThisCollection(toDb, toColl),
     };
   }
@@ -91,17 +101,34 @@ function describeCommand(entry: OplogEntry, spec: ChangeStreamSpec): Described |
     if (!watchesCollection(scope, db, o.create)) return undefined;
     const view = typeof o.viewOn === 'string';
     return {
-      operationType: 'create', db, coll: o.create, operationDescription: without(o, 'create'),
-      nsType: view ? 'view' : 'collection', notForCollectionStreams: view, invalidates: false,
+      operationType: 'create',
+      db,
+      coll: o.create,
+      operationDescription: without(o, 'create'),
+      nsType: view ? 'view' : 'collection',
+      notForCollectionStreams: view,
+      invalidates: false,
     };
   }
   if (typeof o.createIndexes === 'string') {
     if (!watchesCollection(scope, db, o.createIndexes)) return undefined;
-    return { operationType: 'createIndexes', db, coll: o.createIndexes, operationDescription: { indexes: [without(o, 'createIndexes')] }, invalidates: false };
+    return {
+      operationType: 'createIndexes',
+      db,
+      coll: o.createIndexes,
+      operationDescription: { indexes: [without(o, 'createIndexes')] },
+      invalidates: false,
+    };
   }
   if (typeof o.commitIndexBuild === 'string') {
     if (!watchesCollection(scope, db, o.commitIndexBuild)) return undefined;
-    return { operationType: 'createIndexes', db, coll: o.commitIndexBuild, operationDescription: { indexes: o.indexes }, invalidates: false };
+    return {
+      operationType: 'createIndexes',
+      db,
+      coll: o.commitIndexBuild,
+      operationDescription: { indexes: o.indexes },
+      invalidates: false,
+    };
   }
   if (typeof o.dropIndexes === 'string') {
     if (!watchesCollection(scope, db, o.dropIndexes)) return undefined;
@@ -112,11 +139,21 @@ function describeCommand(entry: OplogEntry, spec: ChangeStreamSpec): Described |
     if (!watchesCollection(scope, db, o.collMod)) return undefined;
     // A view's modify (mongod: an update of system.views) has no UUID and no state before.
     if (entry.ui === undefined) {
-      return { operationType: 'modify', db, coll: o.collMod, operationDescription: without(o, 'collMod'), notForCollectionStreams: true, invalidates: false };
+      return {
+        operationType: 'modify',
+        db,
+        coll: o.collMod,
+        operationDescription: without(o, 'collMod'),
+        notForCollectionStreams: true,
+        invalidates: false,
+      };
     }
     const o2 = entry.o2 ?? {};
     return {
-      operationType: 'modify', db, coll: o.collMod, operationDescription: without(o, 'collMod'),
+      operationType: 'modify',
+      db,
+      coll: o.collMod,
+      operationDescription: without(o, 'collMod'),
       stateBeforeChange: { collectionOptions: o2.collectionOptions_old, indexOptions: o2.indexOptions_old },
       invalidates: false,
     };
@@ -136,7 +173,14 @@ function writeSession(w: BsonWriter, entry: OplogEntry): void {
   if (entry.lsid) w.value('lsid', entry.lsid);
 }
 
-function writeHeader(w: BsonWriter, entry: OplogEntry, token: ResumeTokenData, operationType: string, spec: ChangeStreamSpec, uuid: UUID | undefined): void {
+function writeHeader(
+  w: BsonWriter,
+  entry: OplogEntry,
+  token: ResumeTokenData,
+  operationType: string,
+  spec: ChangeStreamSpec,
+  uuid: UUID | undefined,
+): void {
   w.startDocument('_id').string('_data', encodeToken(token)._data).end();
   w.string('operationType', operationType);
   w.timestamp('clusterTime', entry.ts);
@@ -161,7 +205,10 @@ function invalidateEvent(entry: OplogEntry, uuid: UUID | undefined): ChangeEvent
 /** mongod's error when a required pre- or post-image is missing. */
 function imageNotFound(which: 'pre' | 'post', entry: OplogEntry): ServerError {
   const events = which === 'pre' ? 'update, delete and replace events' : 'update events';
-  return new ServerError('NoMatchingDocument', `Change stream was configured to require a ${which}-image for all ${events}, but the ${which}-image was not found for event: ${entry.ns} at ${entry.ts.toString()}`);
+  return new ServerError(
+    'NoMatchingDocument',
+    `Change stream was configured to require a ${which}-image for all ${events}, but the ${which}-image was not found for event: ${entry.ns} at ${entry.ts.toString()}`,
+  );
 }
 
 function writeCrudEvent(entry: OplogEntry, spec: ChangeStreamSpec, lookup: DocumentLookup): ChangeEvent {

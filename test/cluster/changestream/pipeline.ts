@@ -10,7 +10,17 @@ import { Aggregator, Query } from 'mingo';
 import { ServerError } from '../errors.js';
 import { promoted, serialize } from '../raw.js';
 
-const ALLOWED_STAGES = new Set(['$match', '$project', '$addFields', '$set', '$unset', '$replaceRoot', '$replaceWith', '$redact', '$changeStreamSplitLargeEvent']);
+const ALLOWED_STAGES = new Set([
+  '$match',
+  '$project',
+  '$addFields',
+  '$set',
+  '$unset',
+  '$replaceRoot',
+  '$replaceWith',
+  '$redact',
+  '$changeStreamSplitLargeEvent',
+]);
 
 /** Applies the later stages to one event; undefined when the event is filtered out. */
 export type EventPipeline = ((event: Buffer) => Buffer | undefined) | undefined;

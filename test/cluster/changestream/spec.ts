@@ -8,10 +8,7 @@ import { bsonTypeName } from '../commands/args.js';
 import { decodeToken, type ResumeTokenData } from './token.js';
 
 /** What a stream watches. */
-export type StreamScope =
-  | { kind: 'collection'; db: string; coll: string }
-  | { kind: 'database'; db: string }
-  | { kind: 'cluster' };
+export type StreamScope = { kind: 'collection'; db: string; coll: string } | { kind: 'database'; db: string } | { kind: 'cluster' };
 
 export type FullDocumentMode = 'default' | 'updateLookup' | 'whenAvailable' | 'required';
 export type FullDocumentBeforeChangeMode = 'off' | 'whenAvailable' | 'required';
@@ -31,15 +28,28 @@ export interface ChangeStreamSpec {
 export const INTERNAL_DATABASES = new Set(['admin', 'config', 'local']);
 
 const KNOWN_OPTIONS = new Set([
-  'resumeAfter', 'startAfter', 'startAtOperationTime', 'fullDocument', 'fullDocumentBeforeChange',
-  'allChangesForCluster', 'showExpandedEvents', 'showSystemEvents', 'showMigrationEvents',
-  'showRawUpdateDescription', 'allowToRunOnConfigDB', 'allowToRunOnSystemNS', 'matchCollectionUUIDForUpdateLookup',
+  'resumeAfter',
+  'startAfter',
+  'startAtOperationTime',
+  'fullDocument',
+  'fullDocumentBeforeChange',
+  'allChangesForCluster',
+  'showExpandedEvents',
+  'showSystemEvents',
+  'showMigrationEvents',
+  'showRawUpdateDescription',
+  'allowToRunOnConfigDB',
+  'allowToRunOnSystemNS',
+  'matchCollectionUUIDForUpdateLookup',
 ]);
 
 function enumValue<T extends string>(field: string, value: unknown, allowed: readonly T[], fallback: T): T {
   if (value === undefined) return fallback;
   if (typeof value !== 'string') {
-    throw new ServerError('TypeMismatch', `BSON field '$changeStream.${field}' is the wrong type '${bsonTypeName(value)}', expected type 'string'`);
+    throw new ServerError(
+      'TypeMismatch',
+      `BSON field '$changeStream.${field}' is the wrong type '${bsonTypeName(value)}', expected type 'string'`,
+    );
   }
   if (!allowed.includes(value as T)) {
     throw new ServerError('BadValue', `Enumeration value '${value}' for field '$changeStream.${field}' is not a valid value.`);
@@ -50,7 +60,10 @@ function enumValue<T extends string>(field: string, value: unknown, allowed: rea
 function bool(field: string, value: unknown): boolean {
   if (value === undefined) return false;
   if (typeof value !== 'boolean') {
-    throw new ServerError('TypeMismatch', `BSON field '$changeStream.${field}' is the wrong type '${bsonTypeName(value)}', expected type 'bool'`);
+    throw new ServerError(
+      'TypeMismatch',
+      `BSON field '$changeStream.${field}' is the wrong type '${bsonTypeName(value)}', expected type 'bool'`,
+    );
   }
   return value;
 }
@@ -69,8 +82,18 @@ export function parseChangeStreamSpec(stage: unknown, db: string, collection: st
   }
   const allChangesForCluster = bool('allChangesForCluster', options.allChangesForCluster);
   const showExpandedEvents = bool('showExpandedEvents', options.showExpandedEvents);
-  const fullDocument = enumValue('fullDocument', options.fullDocument, ['default', 'updateLookup', 'whenAvailable', 'required'] as const, 'default');
-  const fullDocumentBeforeChange = enumValue('fullDocumentBeforeChange', options.fullDocumentBeforeChange, ['off', 'whenAvailable', 'required'] as const, 'off');
+  const fullDocument = enumValue(
+    'fullDocument',
+    options.fullDocument,
+    ['default', 'updateLookup', 'whenAvailable', 'required'] as const,
+    'default',
+  );
+  const fullDocumentBeforeChange = enumValue(
+    'fullDocumentBeforeChange',
+    options.fullDocumentBeforeChange,
+    ['off', 'whenAvailable', 'required'] as const,
+    'off',
+  );
 
   const shownNs = collection === undefined ? db : `${db}.${collection}`;
   if (allChangesForCluster && (db !== 'admin' || collection !== undefined)) {
@@ -95,7 +118,10 @@ export function parseChangeStreamSpec(stage: unknown, db: string, collection: st
   if (options.startAtOperationTime !== undefined) {
     const ts = options.startAtOperationTime as { _bsontype?: string };
     if (ts?._bsontype !== 'Timestamp') {
-      throw new ServerError('TypeMismatch', `BSON field '$changeStream.startAtOperationTime' is the wrong type '${bsonTypeName(ts)}', expected type 'timestamp'`);
+      throw new ServerError(
+        'TypeMismatch',
+        `BSON field '$changeStream.startAtOperationTime' is the wrong type '${bsonTypeName(ts)}', expected type 'timestamp'`,
+      );
     }
     startAtOperationTime = ts as Timestamp;
   }
@@ -103,7 +129,10 @@ export function parseChangeStreamSpec(stage: unknown, db: string, collection: st
     throw new ServerError(40674, 'Only one type of resume option is allowed, but multiple were found');
   }
   if (resumeAfter?.fromInvalidate) {
-    throw new ServerError('InvalidResumeToken', "Attempting to resume a change stream using 'resumeAfter' is not allowed from an invalidate notification");
+    throw new ServerError(
+      'InvalidResumeToken',
+      "Attempting to resume a change stream using 'resumeAfter' is not allowed from an invalidate notification",
+    );
   }
   const scope: StreamScope = allChangesForCluster
     ? { kind: 'cluster' }
@@ -111,7 +140,10 @@ export function parseChangeStreamSpec(stage: unknown, db: string, collection: st
       ? { kind: 'database', db }
       : { kind: 'collection', db, coll: collection };
   if (token && token.event && !token.uuid && scope.kind === 'collection') {
-    throw new ServerError('InvalidResumeToken', 'Attempted to resume a single-collection stream, but the resume token does not include a UUID');
+    throw new ServerError(
+      'InvalidResumeToken',
+      'Attempted to resume a single-collection stream, but the resume token does not include a UUID',
+    );
   }
   return { scope, resumeAfter, startAfter, startAtOperationTime, fullDocument, fullDocumentBeforeChange, showExpandedEvents };
 }

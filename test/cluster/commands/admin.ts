@@ -18,7 +18,10 @@ defineCommand({
     }
     const global = body.global;
     if (typeof global !== 'boolean') {
-      throw new ServerError('TypeMismatch', `BSON field 'setUserWriteBlockMode.global' is the wrong type '${bsonTypeName(global)}', expected type 'bool'`);
+      throw new ServerError(
+        'TypeMismatch',
+        `BSON field 'setUserWriteBlockMode.global' is the wrong type '${bsonTypeName(global)}', expected type 'bool'`,
+      );
     }
     instance.userWritesBlocked = global;
     return {};

@@ -22,7 +22,8 @@ defineCommand({
       throw new ServerError('FailedToParse', "Invalid command format: the 'aggregate' field must specify a collection name or 1");
     }
     const pipeline = args.array('pipeline');
-    if (pipeline === undefined) throw new ServerError('IDLFailedToParse', "BSON field 'aggregate.pipeline' is missing but a required field");
+    if (pipeline === undefined)
+      throw new ServerError('IDLFailedToParse', "BSON field 'aggregate.pipeline' is missing but a required field");
     if (body.explain !== undefined) {
       throw new ServerError('CommandNotSupported', 'explain is not supported by the test cluster');
     }
@@ -37,7 +38,12 @@ defineCommand({
     const read: CollectionRead = { finished: false };
     const pull = aggregate(instance, db, target, pipeline, { variables: args.object('let'), read });
     const ns = target === 1 ? `${db}.$cmd.aggregate` : `${db}.${target}`;
-    const cursor = new PullCursor(ns, () => pull()?.raw, 0, collectionRestore(read.collection, () => !read.finished));
+    const cursor = new PullCursor(
+      ns,
+      () => pull()?.raw,
+      0,
+      collectionRestore(read.collection, () => !read.finished),
+    );
     return openCursor(instance, cursor, { batchSize: batchSize === undefined ? undefined : Math.trunc(batchSize as number) });
   },
 });

@@ -130,7 +130,13 @@ defineCommand({
     const user = args.requiredString('createUser');
     if (!args.has('roles')) throw new ServerError('IDLFailedToParse', "BSON field 'createUser.roles' is missing but a required field");
     const mechanisms = args.array('mechanisms') as ScramMechanism[] | undefined;
-    accessControlOf(instance).users.add({ user, db, password: args.string('pwd') ?? '', roles: normalizeRoles(body.roles, db), mechanisms });
+    accessControlOf(instance).users.add({
+      user,
+      db,
+      password: args.string('pwd') ?? '',
+      roles: normalizeRoles(body.roles, db),
+      mechanisms,
+    });
     return {};
   },
 });
@@ -152,7 +158,9 @@ defineCommand({
     let users = store.list(db);
     if (typeof which === 'string') users = users.filter((u) => u.user === which);
     else if (Array.isArray(which) || (typeof which === 'object' && which !== null && !('forAllDBs' in which))) {
-      const names = (Array.isArray(which) ? which : [which]).map((w) => (typeof w === 'string' ? { user: w, db } : (w as { user: string; db: string })));
+      const names = (Array.isArray(which) ? which : [which]).map((w) =>
+        typeof w === 'string' ? { user: w, db } : (w as { user: string; db: string }),
+      );
       users = names.flatMap((n) => store.get(n.db ?? db, n.user) ?? []);
     } else if (typeof which === 'object' && which !== null && (which as { forAllDBs?: boolean }).forAllDBs) {
       users = store.list();

@@ -33,7 +33,11 @@ defineCommand({
       // (mongod's authorizedDatabases), unless it asked for all of them.
       const authorizedOnly = args.boolean('authorizedDatabases');
       if (authorizedOnly === true || !access.allowsOnCluster(connection, 'listDatabases')) {
-        if (authorizedOnly === false) throw new ServerError('Unauthorized', 'not authorized on admin to execute command { listDatabases: 1, authorizedDatabases: false }');
+        if (authorizedOnly === false)
+          throw new ServerError(
+            'Unauthorized',
+            'not authorized on admin to execute command { listDatabases: 1, authorizedDatabases: false }',
+          );
         names = names.filter((name) => access.hasAnyPrivilegeOn(connection, name));
       }
     }
@@ -83,7 +87,14 @@ defineCommand({
     if (args.boolean('nameOnly')) entries = entries.map((e) => ({ name: e.name, type: e.type }));
     const cursorOptions = args.object('cursor') ?? {};
     const batchSize = cursorOptions.batchSize === undefined ? undefined : Number(cursorOptions.batchSize);
-    return openCursor(instance, listCursor(`${db}.$cmd.listCollections`, entries.map((e) => serialize(e))), { batchSize });
+    return openCursor(
+      instance,
+      listCursor(
+        `${db}.$cmd.listCollections`,
+        entries.map((e) => serialize(e)),
+      ),
+      { batchSize },
+    );
   },
 });
 
@@ -103,9 +114,11 @@ function badEnum(command: string, field: string, value: unknown): ServerError {
 /** Reads `validationLevel` / `validationAction` with mongod's checks. */
 export function validationSettings(args: Args): { validationLevel?: string; validationAction?: string } {
   const validationLevel = args.string('validationLevel');
-  if (validationLevel !== undefined && !VALIDATION_LEVELS.includes(validationLevel)) throw badEnum(args.command, 'validationLevel', validationLevel);
+  if (validationLevel !== undefined && !VALIDATION_LEVELS.includes(validationLevel))
+    throw badEnum(args.command, 'validationLevel', validationLevel);
   const validationAction = args.string('validationAction');
-  if (validationAction !== undefined && !VALIDATION_ACTIONS.includes(validationAction)) throw badEnum(args.command, 'validationAction', validationAction);
+  if (validationAction !== undefined && !VALIDATION_ACTIONS.includes(validationAction))
+    throw badEnum(args.command, 'validationAction', validationAction);
   return { validationLevel, validationAction };
 }
 
@@ -134,7 +147,10 @@ function collectionOptions(args: Args): CollectionOptions {
     }
   }
   if (body.expireAfterSeconds !== undefined) {
-    throw new ServerError('InvalidOptions', "'expireAfterSeconds' is only supported on time-series collections or when the 'clusteredIndex' option is specified");
+    throw new ServerError(
+      'InvalidOptions',
+      "'expireAfterSeconds' is only supported on time-series collections or when the 'clusteredIndex' option is specified",
+    );
   }
   if (body.pipeline !== undefined) throw new ServerError('InvalidOptions', "'pipeline' requires 'viewOn' to also be specified");
   const capped = args.boolean('capped') ?? false;
@@ -186,11 +202,21 @@ function existsWithOtherOptions(ns: Namespace): ServerError {
 }
 
 function sameOptions(a: unknown, b: unknown): boolean {
-  return EJSON.stringify(a as Record<string, unknown>, { relaxed: false }) === EJSON.stringify(b as Record<string, unknown>, { relaxed: false });
+  return (
+    EJSON.stringify(a as Record<string, unknown>, { relaxed: false }) === EJSON.stringify(b as Record<string, unknown>, { relaxed: false })
+  );
 }
 
 /** Creates a view after checking its definition (no cycles, target in the same database). */
-export function createView(instance: Instance, op: OpContext, db: string, name: string, viewOn: string, pipeline: Record<string, unknown>[], collation?: Record<string, unknown>): View {
+export function createView(
+  instance: Instance,
+  op: OpContext,
+  db: string,
+  name: string,
+  viewOn: string,
+  pipeline: Record<string, unknown>[],
+  collation?: Record<string, unknown>,
+): View {
   instance.assertWritable(op, db);
   checkViewGraph(instance, db, name, viewOn);
   const view = new View(db, name, viewOn, pipeline, collation);
@@ -202,7 +228,7 @@ export function createView(instance: Instance, op: OpContext, db: string, name: 
 /** A view may not (transitively) depend on itself. */
 export function checkViewGraph(instance: Instance, db: string, name: string, viewOn: string): void {
   const path = [`${db}.${name}`];
-  for (let target: string | undefined = viewOn; target; ) {
+  for (let target: string | undefined = viewOn; target;) {
     path.push(`${db}.${target}`);
     if (target === name) throw new ServerError('GraphContainsCycle', `View cycle detected: [ ${path.join(' => ')} ]`);
     const next = instance.catalog.get(db, target);
@@ -214,7 +240,10 @@ export function checkViewGraph(instance: Instance, db: string, name: string, vie
 export function viewPipeline(command: string, value: unknown): Record<string, unknown>[] {
   if (value === undefined) return [];
   if (!Array.isArray(value)) {
-    throw new ServerError('TypeMismatch', `BSON field '${command}.pipeline' is the wrong type '${bsonTypeName(value)}', expected type 'array'`);
+    throw new ServerError(
+      'TypeMismatch',
+      `BSON field '${command}.pipeline' is the wrong type '${bsonTypeName(value)}', expected type 'array'`,
+    );
   }
   for (const stage of value) {
     if (typeof stage !== 'object' || stage === null || Array.isArray(stage) || Object.keys(stage).length !== 1) {
@@ -246,12 +275,31 @@ defineCommand({
       if (viewOn.length === 0) throw new ServerError('BadValue', "'viewOn' cannot be empty.");
       const pipeline = viewPipeline('create', body.pipeline);
       const collation = body.collation === undefined ? undefined : normalizeCollation(body.collation);
-      for (const option of ['capped', 'size', 'max', 'validator', 'validationLevel', 'validationAction', 'storageEngine', 'indexOptionDefaults', 'idIndex', 'autoIndexId', 'changeStreamPreAndPostImages', ...UNSUPPORTED_OPTIONS]) {
+      for (const option of [
+        'capped',
+        'size',
+        'max',
+        'validator',
+        'validationLevel',
+        'validationAction',
+        'storageEngine',
+        'indexOptionDefaults',
+        'idIndex',
+        'autoIndexId',
+        'changeStreamPreAndPostImages',
+        ...UNSUPPORTED_OPTIONS,
+      ]) {
         if (body[option] !== undefined) throw new ServerError('InvalidOptions', `option not supported on a view: ${option}`);
       }
       if (existing) {
         // Since 7.0 an identical create succeeds.
-        if (existing.kind === 'view' && existing.viewOn === viewOn && sameOptions(existing.pipeline, pipeline) && sameOptions(existing.collation ?? {}, collation ?? {})) return {};
+        if (
+          existing.kind === 'view' &&
+          existing.viewOn === viewOn &&
+          sameOptions(existing.pipeline, pipeline) &&
+          sameOptions(existing.collation ?? {}, collation ?? {})
+        )
+          return {};
         throw existsWithOtherOptions(existing);
       }
       createView(instance, op, db, name, viewOn, pipeline, collation);

@@ -32,7 +32,10 @@ function safeBool(field: string, v: unknown): boolean | undefined {
   if (typeof v === 'number') return v !== 0;
   const t = (v as { _bsontype?: string })._bsontype;
   if (t === 'Long' || t === 'Decimal128' || t === 'Double' || t === 'Int32') return Number(String(v)) !== 0;
-  throw new ServerError('TypeMismatch', `BSON field '${field}' is the wrong type '${bsonTypeName(v)}', expected types '[bool, long, int, decimal, double]'`);
+  throw new ServerError(
+    'TypeMismatch',
+    `BSON field '${field}' is the wrong type '${bsonTypeName(v)}', expected types '[bool, long, int, decimal, double]'`,
+  );
 }
 
 function sameKey(a: Record<string, unknown>, b: Record<string, unknown>): boolean {
@@ -43,20 +46,31 @@ function sameKey(a: Record<string, unknown>, b: Record<string, unknown>): boolea
 
 function findIndex(collection: Collection, request: Record<string, unknown>): Index {
   if (request.name !== undefined) {
-    if (typeof request.name !== 'string') throw new ServerError('TypeMismatch', `BSON field 'collMod.index.name' is the wrong type '${bsonTypeName(request.name)}', expected type 'string'`);
+    if (typeof request.name !== 'string')
+      throw new ServerError(
+        'TypeMismatch',
+        `BSON field 'collMod.index.name' is the wrong type '${bsonTypeName(request.name)}', expected type 'string'`,
+      );
     const index = collection.indexes.find((i) => i.name === request.name);
     if (!index) throw new ServerError('IndexNotFound', `cannot find index ${request.name} for ns ${collection.ns}`);
     return index;
   }
   const keyPattern = request.keyPattern as Record<string, unknown>;
   if (typeof keyPattern !== 'object' || keyPattern === null || Array.isArray(keyPattern)) {
-    throw new ServerError('TypeMismatch', `BSON field 'collMod.index.keyPattern' is the wrong type '${bsonTypeName(keyPattern)}', expected type 'object'`);
+    throw new ServerError(
+      'TypeMismatch',
+      `BSON field 'collMod.index.keyPattern' is the wrong type '${bsonTypeName(keyPattern)}', expected type 'object'`,
+    );
   }
   const matches = collection.indexes.filter((i) => sameKey(i.spec.key, keyPattern));
   if (matches.length > 1) {
-    throw new ServerError('AmbiguousIndexKeyPattern', `index keyPattern ${formatDocument(keyPattern)} matches ${matches.length} indexes, must use index name. Conflicting indexes:${formatDocument(matches[0].spec)}, ${formatDocument(matches[1].spec)}`);
+    throw new ServerError(
+      'AmbiguousIndexKeyPattern',
+      `index keyPattern ${formatDocument(keyPattern)} matches ${matches.length} indexes, must use index name. Conflicting indexes:${formatDocument(matches[0].spec)}, ${formatDocument(matches[1].spec)}`,
+    );
   }
-  if (matches.length === 0) throw new ServerError('IndexNotFound', `cannot find index ${formatDocument(keyPattern)} for ns ${collection.ns}`);
+  if (matches.length === 0)
+    throw new ServerError('IndexNotFound', `cannot find index ${formatDocument(keyPattern)} for ns ${collection.ns}`);
   return matches[0];
 }
 
@@ -75,7 +89,11 @@ function uniqueViolations(collection: Collection, index: Index): { ids: unknown[
 }
 
 function convertToUniqueError(violations: { ids: unknown[] }[]): ServerError {
-  return new ServerError('CannotConvertIndexToUnique', 'Cannot convert the index to unique. Please resolve conflicting documents before running collMod again.', { violations });
+  return new ServerError(
+    'CannotConvertIndexToUnique',
+    'Cannot convert the index to unique. Please resolve conflicting documents before running collMod again.',
+    { violations },
+  );
 }
 
 interface IndexChange {
@@ -92,14 +110,22 @@ function parseIndexChange(collection: Collection, request: Record<string, unknow
   for (const key of Object.keys(request)) {
     if (!INDEX_FIELDS.has(key)) throw new ServerError('IDLUnknownField', `BSON field 'collMod.index.${key}' is an unknown field.`);
   }
-  if (request.name !== undefined && request.keyPattern !== undefined) throw new ServerError('InvalidOptions', 'Cannot specify both key pattern and name.');
-  if (request.name === undefined && request.keyPattern === undefined) throw new ServerError('InvalidOptions', 'Must specify either index name or key pattern.');
+  if (request.name !== undefined && request.keyPattern !== undefined)
+    throw new ServerError('InvalidOptions', 'Cannot specify both key pattern and name.');
+  if (request.name === undefined && request.keyPattern === undefined)
+    throw new ServerError('InvalidOptions', 'Must specify either index name or key pattern.');
   const expireAfterSeconds = request.expireAfterSeconds;
   const hidden = safeBool('collMod.index.hidden', request.hidden);
   const prepareUnique = safeBool('collMod.index.prepareUnique', request.prepareUnique);
   const unique = safeBool('collMod.index.unique', request.unique);
   const forceNonUnique = safeBool('collMod.index.forceNonUnique', request.forceNonUnique);
-  if (expireAfterSeconds === undefined && hidden === undefined && prepareUnique === undefined && unique === undefined && forceNonUnique === undefined) {
+  if (
+    expireAfterSeconds === undefined &&
+    hidden === undefined &&
+    prepareUnique === undefined &&
+    unique === undefined &&
+    forceNonUnique === undefined
+  ) {
     throw new ServerError('InvalidOptions', 'no expireAfterSeconds, hidden, unique, or prepareUnique field');
   }
   if (unique !== undefined && forceNonUnique !== undefined) {
@@ -109,12 +135,19 @@ function parseIndexChange(collection: Collection, request: Record<string, unknow
   if (expireAfterSeconds !== undefined) {
     const n = typeof expireAfterSeconds === 'number' ? expireAfterSeconds : Number(String(expireAfterSeconds));
     if (Number.isNaN(n) || typeof expireAfterSeconds === 'string' || typeof expireAfterSeconds === 'boolean') {
-      throw new ServerError('TypeMismatch', `BSON field 'collMod.index.expireAfterSeconds' is the wrong type '${bsonTypeName(expireAfterSeconds)}', expected type 'long'`);
+      throw new ServerError(
+        'TypeMismatch',
+        `BSON field 'collMod.index.expireAfterSeconds' is the wrong type '${bsonTypeName(expireAfterSeconds)}', expected type 'long'`,
+      );
     }
     if (collection.capped) throw new ServerError('InvalidOptions', 'TTL indexes are not supported for capped collections.');
-    if (n < 0) throw new ServerError('InvalidOptions', `TTL index 'expireAfterSeconds' option cannot be less than 0. expireAfterSeconds: ${n}`);
+    if (n < 0)
+      throw new ServerError('InvalidOptions', `TTL index 'expireAfterSeconds' option cannot be less than 0. expireAfterSeconds: ${n}`);
     if (n > MAX_EXPIRE_AFTER_SECONDS) {
-      throw new ServerError('InvalidOptions', `TTL index 'expireAfterSeconds' option must be within an acceptable range, try a lower number. expireAfterSeconds: ${n}`);
+      throw new ServerError(
+        'InvalidOptions',
+        `TTL index 'expireAfterSeconds' option must be within an acceptable range, try a lower number. expireAfterSeconds: ${n}`,
+      );
     }
     ttl = Math.trunc(n);
   }
@@ -125,7 +158,8 @@ function parseIndexChange(collection: Collection, request: Record<string, unknow
     modifications++;
     if (index.spec.expireAfterSeconds === undefined) {
       if (index.name === '_id_') throw new ServerError('InvalidOptions', 'the _id field does not support TTL indexes');
-      if (Object.keys(index.spec.key).length !== 1) throw new ServerError('InvalidOptions', 'TTL indexes are single-field indexes, compound indexes do not support TTL');
+      if (Object.keys(index.spec.key).length !== 1)
+        throw new ServerError('InvalidOptions', 'TTL indexes are single-field indexes, compound indexes do not support TTL');
     }
     change.expireAfterSeconds = ttl;
   }
@@ -158,7 +192,10 @@ function parseIndexChange(collection: Collection, request: Record<string, unknow
 }
 
 /** Applies an index change; returns the reply fields and the old options for the oplog. */
-function applyIndexChange(collection: Collection, change: IndexChange): { reply: Record<string, unknown>; old: Record<string, unknown>; changed: Record<string, unknown> } {
+function applyIndexChange(
+  collection: Collection,
+  change: IndexChange,
+): { reply: Record<string, unknown>; old: Record<string, unknown>; changed: Record<string, unknown> } {
   const spec = change.index.spec;
   const reply: Record<string, unknown> = {};
   const old: Record<string, unknown> = {};
@@ -210,12 +247,23 @@ function applyIndexChange(collection: Collection, change: IndexChange): { reply:
 
 /** collMod on a view: a new `viewOn` and/or `pipeline`. */
 function modifyView(instance: Instance, op: OpContext, view: View, body: Record<string, unknown>): Record<string, unknown> {
-  for (const option of ['index', 'validator', 'validationLevel', 'validationAction', 'cappedSize', 'cappedMax', 'changeStreamPreAndPostImages', 'expireAfterSeconds', 'timeseries']) {
+  for (const option of [
+    'index',
+    'validator',
+    'validationLevel',
+    'validationAction',
+    'cappedSize',
+    'cappedMax',
+    'changeStreamPreAndPostImages',
+    'expireAfterSeconds',
+    'timeseries',
+  ]) {
     if (body[option] !== undefined) throw new ServerError('InvalidOptions', `option not supported on a view: ${option}`);
   }
   const o: Record<string, unknown> = { collMod: view.name };
   if (body.viewOn !== undefined) {
-    if (typeof body.viewOn !== 'string' || body.viewOn.length === 0) throw new ServerError('InvalidOptions', "'viewOn' option must be a string");
+    if (typeof body.viewOn !== 'string' || body.viewOn.length === 0)
+      throw new ServerError('InvalidOptions', "'viewOn' option must be a string");
   }
   const pipeline = body.pipeline === undefined ? view.pipeline : viewPipeline('collMod', body.pipeline);
   const viewOn = (body.viewOn as string | undefined) ?? view.viewOn;
@@ -242,7 +290,8 @@ defineCommand({
     for (const option of ['viewOn', 'pipeline']) {
       if (body[option] !== undefined) throw new ServerError('InvalidOptions', `option only supported on a view: ${option}`);
     }
-    if (body.timeseries !== undefined) throw new ServerError('InvalidOptions', 'option only supported on a time-series collection: timeseries');
+    if (body.timeseries !== undefined)
+      throw new ServerError('InvalidOptions', 'option only supported on a time-series collection: timeseries');
     if (body.expireAfterSeconds !== undefined) {
       throw new ServerError('InvalidOptions', "'expireAfterSeconds' option is only supported on collections clustered by _id");
     }
@@ -257,7 +306,10 @@ defineCommand({
     if (cappedSize !== undefined || cappedMax !== undefined) {
       if (!collection.capped) throw new ServerError('InvalidOptions', 'Collection must be capped.');
       if (db === 'local' && name === 'oplog.rs') {
-        throw new ServerError('InvalidOptions', "Cannot resize the oplog using this command. Use the 'replSetResizeOplog' command instead.");
+        throw new ServerError(
+          'InvalidOptions',
+          "Cannot resize the oplog using this command. Use the 'replSetResizeOplog' command instead.",
+        );
       }
       if (cappedSize !== undefined) {
         if (cappedSize <= 0) throw new ServerError('BadValue', `Invalid cappedSize: ${cappedSize}. Must be greater than 0`);
@@ -291,7 +343,10 @@ defineCommand({
     if (prePost) {
       modifications++;
       if (typeof prePost.enabled !== 'boolean') {
-        throw new ServerError('IDLFailedToParse', "BSON field 'collMod.changeStreamPreAndPostImages.enabled' is missing but a required field");
+        throw new ServerError(
+          'IDLFailedToParse',
+          "BSON field 'collMod.changeStreamPreAndPostImages.enabled' is missing but a required field",
+        );
       }
       o.changeStreamPreAndPostImages = { enabled: prePost.enabled };
     }
@@ -305,7 +360,8 @@ defineCommand({
       if (safeBool('collMod.index.unique', indexRequest.unique) !== true) {
         throw new ServerError('InvalidOptions', 'dry run mode requires an index modification with unique: true.');
       }
-      if (modifications > 1) throw new ServerError('InvalidOptions', 'unique: true cannot be combined with any other modification in dry run mode.');
+      if (modifications > 1)
+        throw new ServerError('InvalidOptions', 'unique: true cannot be combined with any other modification in dry run mode.');
       const violations = uniqueViolations(collection, parsedIndex!.change.index);
       if (violations.length > 0) throw convertToUniqueError(violations);
       return {};
@@ -348,7 +404,20 @@ defineCommand({
 });
 
 /** Collection options in the order mongod stores them (CollectionOptions::toBSON). */
-const OPTION_ORDER = ['capped', 'size', 'max', 'autoIndexId', 'temp', 'changeStreamPreAndPostImages', 'storageEngine', 'indexOptionDefaults', 'validator', 'validationLevel', 'validationAction', 'collation'];
+const OPTION_ORDER = [
+  'capped',
+  'size',
+  'max',
+  'autoIndexId',
+  'temp',
+  'changeStreamPreAndPostImages',
+  'storageEngine',
+  'indexOptionDefaults',
+  'validator',
+  'validationLevel',
+  'validationAction',
+  'collation',
+];
 
 function reorder(options: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = {};

@@ -48,7 +48,13 @@ defineCommand({
 });
 
 function isDocument(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Date) && (v as { _bsontype?: string })._bsontype === undefined;
+  return (
+    typeof v === 'object' &&
+    v !== null &&
+    !Array.isArray(v) &&
+    !(v instanceof Date) &&
+    (v as { _bsontype?: string })._bsontype === undefined
+  );
 }
 
 /** Values at a dotted path for `distinct`: arrays along the way fan out, a terminal array gives its elements. */

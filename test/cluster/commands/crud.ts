@@ -55,11 +55,16 @@ export function checkBatchSize(count: number): void {
  */
 function fillEmptyTimestamps(doc: Buffer, next: () => Timestamp): void {
   const end = doc.readInt32LE(0) - 1;
-  for (let at = 4; at < end; ) {
+  for (let at = 4; at < end;) {
     const type = doc[at];
     const nameEnd = doc.indexOf(0, at + 1);
     const valueAt = nameEnd + 1;
-    if (type === 0x11 && doc.readUInt32LE(valueAt) === 0 && doc.readUInt32LE(valueAt + 4) === 0 && doc.toString('latin1', at + 1, nameEnd) !== '_id') {
+    if (
+      type === 0x11 &&
+      doc.readUInt32LE(valueAt) === 0 &&
+      doc.readUInt32LE(valueAt + 4) === 0 &&
+      doc.toString('latin1', at + 1, nameEnd) !== '_id'
+    ) {
       const ts = next();
       doc.writeUInt32LE(ts.i, valueAt);
       doc.writeUInt32LE(ts.t, valueAt + 4);
@@ -85,7 +90,10 @@ defineCommand({
       try {
         const doc = docs[i];
         if (doc.length > MAX_BSON_OBJECT_SIZE) {
-          throw new ServerError('BSONObjectTooLarge', `object to insert too large. size in bytes: ${doc.length}, max size: ${MAX_BSON_OBJECT_SIZE}`);
+          throw new ServerError(
+            'BSONObjectTooLarge',
+            `object to insert too large. size in bytes: ${doc.length}, max size: ${MAX_BSON_OBJECT_SIZE}`,
+          );
         }
         validateDocument(doc);
         const prepared = prepareForInsert(doc);

@@ -22,7 +22,8 @@ function parseDeleteStatement(raw: Buffer): { stmt: DocNode; q: Leaf; limit: num
   }
   const q = requireObject('delete.deletes.q', statementField(stmt, 'q'), true)!;
   const limitLeaf = statementField(stmt, 'limit');
-  if (limitLeaf === undefined) throw new ServerError('IDLFailedToParse', "BSON field 'delete.deletes.limit' is missing but a required field");
+  if (limitLeaf === undefined)
+    throw new ServerError('IDLFailedToParse', "BSON field 'delete.deletes.limit' is missing but a required field");
   const limit = Number(limitLeaf.promoted());
   if (limit !== 0 && limit !== 1) {
     throw new ServerError('FailedToParse', `The limit field in delete objects must be 0 or 1. Got ${String(limitLeaf.promoted())}`);

@@ -11,9 +11,23 @@ import { checkKnownFields } from './strict.js';
 
 /** Fields any command may carry that are not its own arguments (generic arguments). */
 export const GENERIC_ARGUMENTS = new Set([
-  '$db', 'lsid', '$clusterTime', 'txnNumber', 'autocommit', 'startTransaction', '$readPreference',
-  'readConcern', 'writeConcern', 'apiVersion', 'apiStrict', 'apiDeprecationErrors', 'comment',
-  'maxTimeMS', '$audit', '$client', 'mayBypassWriteBlocking',
+  '$db',
+  'lsid',
+  '$clusterTime',
+  'txnNumber',
+  'autocommit',
+  'startTransaction',
+  '$readPreference',
+  'readConcern',
+  'writeConcern',
+  'apiVersion',
+  'apiStrict',
+  'apiDeprecationErrors',
+  'comment',
+  'maxTimeMS',
+  '$audit',
+  '$client',
+  'mayBypassWriteBlocking',
 ]);
 
 /**

@@ -38,7 +38,11 @@ defineCommand({
     if (remove) {
       if (u) throw new ServerError('FailedToParse', 'Cannot specify both an update and remove=true');
       if (upsert) throw new ServerError('FailedToParse', 'Cannot specify both upsert=true and remove=true');
-      if (returnNew) throw new ServerError('FailedToParse', "Cannot specify both new=true and remove=true; 'remove' always returns the deleted document");
+      if (returnNew)
+        throw new ServerError(
+          'FailedToParse',
+          "Cannot specify both new=true and remove=true; 'remove' always returns the deleted document",
+        );
       if (arrayFilters) throw new ServerError('FailedToParse', 'Cannot specify arrayFilters and remove=true');
     } else if (!u) {
       throw new ServerError('FailedToParse', 'Either an update or remove=true must be specified');
@@ -63,8 +67,14 @@ defineCommand({
     const clock = writeClock(instance);
     if (match) {
       const before = match.entry.raw;
-      const after = updateEntry({ instance, op, collection: collection!, bypassDocumentValidation: bypass }, match.entry, update!, query, clock);
-      return { lastErrorObject: { n: 1, updatedExisting: true }, value: shown(returnNew ? after ?? before : before) };
+      const after = updateEntry(
+        { instance, op, collection: collection!, bypassDocumentValidation: bypass },
+        match.entry,
+        update!,
+        query,
+        clock,
+      );
+      return { lastErrorObject: { n: 1, updatedExisting: true }, value: shown(returnNew ? (after ?? before) : before) };
     }
     if (!upsert) return { lastErrorObject: { n: 0, updatedExisting: false }, value: null };
     const doc = insertUpserted({ instance, op, bypassDocumentValidation: bypass, db, collectionName: name }, update!, queryRaw, clock);

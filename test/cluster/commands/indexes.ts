@@ -40,7 +40,8 @@ defineCommand({
     const args = new Args('createIndexes', body);
     const name = args.requiredString('createIndexes');
     const requested = args.array('indexes');
-    if (requested === undefined) throw new ServerError('IDLFailedToParse', "BSON field 'createIndexes.indexes' is missing but a required field");
+    if (requested === undefined)
+      throw new ServerError('IDLFailedToParse', "BSON field 'createIndexes.indexes' is missing but a required field");
     if (requested.length === 0) throw new ServerError('BadValue', 'Must specify at least one index to create');
     if (instance.catalog.get(db, name)?.kind === 'view') throw viewError(db, name);
     const existing = instance.catalog.collection(db, name);
@@ -52,13 +53,18 @@ defineCommand({
         throw new ServerError('IndexKeySpecsConflict', `Index with name: ${spec.name} already exists with a different key spec`);
       }
     });
-    const toBuild = specs.filter((spec) => compareWithExisting(spec, existing ? existing.indexes.map((i) => i.spec) : [idIndexSpec()]) === 'new');
+    const toBuild = specs.filter(
+      (spec) => compareWithExisting(spec, existing ? existing.indexes.map((i) => i.spec) : [idIndexSpec()]) === 'new',
+    );
     const before = existing ? existing.indexes.length : 1;
     if (toBuild.length === 0 && existing) {
       return { numIndexesBefore: before, numIndexesAfter: before, note: 'all indexes already exist' };
     }
     if (before + toBuild.length > MAX_INDEXES) {
-      throw new ServerError('CannotCreateIndex', `add index fails, too many indexes for ${db}.${name} key:${describeValue(toBuild[0].key)}`);
+      throw new ServerError(
+        'CannotCreateIndex',
+        `add index fails, too many indexes for ${db}.${name} key:${describeValue(toBuild[0].key)}`,
+      );
     }
     instance.assertWritable(op, db);
     const collection = existing ?? instance.createCollection(op, db, name);
@@ -71,7 +77,11 @@ defineCommand({
       }
     } catch (e) {
       // An index build is all or nothing: drop what this command added.
-      for (const spec of built) collection.indexes.splice(collection.indexes.findIndex((i) => i.name === spec.name), 1);
+      for (const spec of built)
+        collection.indexes.splice(
+          collection.indexes.findIndex((i) => i.name === spec.name),
+          1,
+        );
       throw buildFailure(collection, e);
     }
     // mongod builds on an empty collection in one step (one createIndexes entry per index) and on
@@ -82,8 +92,20 @@ defineCommand({
       }
     } else {
       const indexBuildUUID = new UUID();
-      instance.record(op, { op: 'c', ns: `${db}.$cmd`, ui: collection.uuid, o: { startIndexBuild: name, indexBuildUUID, indexes: built }, size: 128 });
-      instance.record(op, { op: 'c', ns: `${db}.$cmd`, ui: collection.uuid, o: { commitIndexBuild: name, indexBuildUUID, indexes: built }, size: 128 });
+      instance.record(op, {
+        op: 'c',
+        ns: `${db}.$cmd`,
+        ui: collection.uuid,
+        o: { startIndexBuild: name, indexBuildUUID, indexes: built },
+        size: 128,
+      });
+      instance.record(op, {
+        op: 'c',
+        ns: `${db}.$cmd`,
+        ui: collection.uuid,
+        o: { commitIndexBuild: name, indexBuildUUID, indexes: built },
+        size: 128,
+      });
     }
     return {
       numIndexesBefore: before,
@@ -126,7 +148,8 @@ function indexesToDrop(collection: Collection, index: unknown): { specs: IndexSp
   };
   if (typeof index === 'string') return { specs: [byName(index)], all: false };
   if (Array.isArray(index)) {
-    if (index.some((n) => typeof n !== 'string')) throw new ServerError('TypeMismatch', "BSON field 'dropIndexes.index' is the wrong type, expected types '[string, object, array]'");
+    if (index.some((n) => typeof n !== 'string'))
+      throw new ServerError('TypeMismatch', "BSON field 'dropIndexes.index' is the wrong type, expected types '[string, object, array]'");
     return { specs: (index as string[]).map(byName), all: false };
   }
   if (typeof index === 'object' && index !== null) {
@@ -152,7 +175,8 @@ defineCommand({
     const command = Object.keys(body)[0];
     const args = new Args(command, body);
     const name = args.requiredString(command);
-    if (body.index === undefined) throw new ServerError('IDLFailedToParse', `BSON field '${command}.index' is missing but a required field`);
+    if (body.index === undefined)
+      throw new ServerError('IDLFailedToParse', `BSON field '${command}.index' is missing but a required field`);
     if (instance.catalog.get(db, name)?.kind === 'view') throw viewError(db, name);
     const collection = instance.catalog.collection(db, name);
     if (!collection) throw new ServerError('NamespaceNotFound', `ns not found ${db}.${name}`);
@@ -160,8 +184,18 @@ defineCommand({
     const nIndexesWas = collection.indexes.length;
     if (specs.length > 0) instance.assertWritable(op, db);
     for (const spec of specs) {
-      collection.indexes.splice(collection.indexes.findIndex((i) => i.name === spec.name), 1);
-      instance.record(op, { op: 'c', ns: `${db}.$cmd`, ui: collection.uuid, o: { dropIndexes: name, index: spec.name }, o2: { ...spec }, size: 128 });
+      collection.indexes.splice(
+        collection.indexes.findIndex((i) => i.name === spec.name),
+        1,
+      );
+      instance.record(op, {
+        op: 'c',
+        ns: `${db}.$cmd`,
+        ui: collection.uuid,
+        o: { dropIndexes: name, index: spec.name },
+        o2: { ...spec },
+        size: 128,
+      });
     }
     return all ? { nIndexesWas, msg: 'non-_id indexes dropped for collection' } : { nIndexesWas };
   },

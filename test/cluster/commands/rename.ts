@@ -46,7 +46,10 @@ function checkNamespaces(source: Target, target: Target): void {
   if (source.db === 'admin' && source.coll === 'system.version') {
     throw new ServerError('IllegalOperation', 'renaming the server configuration collection (admin.system.version) is not allowed');
   }
-  for (const [which, t] of [['source', source], ['target', target]] as const) {
+  for (const [which, t] of [
+    ['source', source],
+    ['target', target],
+  ] as const) {
     if (t.coll.startsWith('system.')) {
       throw new ServerError('IllegalOperation', `error with ${which} namespace: Invalid system namespace: ${t.db}.${t.coll}`);
     }
@@ -62,7 +65,14 @@ function renameWithinDatabase(instance: Instance, op: OpContext, collection: Col
   if (dropped) o.dropTarget = dropped.uuid;
   if (dropped) instance.catalog.remove(to.db, to.coll);
   instance.catalog.move(collection, to.db, to.coll);
-  instance.record(op, { op: 'c', ns: `${collection.db}.$cmd`, ui: collection.uuid, o, ...(dropped ? { o2: { numRecords: dropped.count } } : {}), size: 128 });
+  instance.record(op, {
+    op: 'c',
+    ns: `${collection.db}.$cmd`,
+    ui: collection.uuid,
+    o,
+    ...(dropped ? { o2: { numRecords: dropped.count } } : {}),
+    size: 128,
+  });
 }
 
 function temporaryName(instance: Instance, db: string): string {

@@ -30,7 +30,19 @@ defineCommand({
     if (ns?.kind === 'view') throw new ServerError('CommandNotSupportedOnView', `Namespace ${db}.${name} is a view, not a collection`);
     if (!ns) {
       // mongod answers ok with empty figures for a collection that does not exist.
-      return { ns: `${db}.${name}`, size: 0, count: 0, numOrphanDocs: 0, storageSize: 0, totalSize: 0, nindexes: 0, totalIndexSize: 0, indexDetails: {}, indexSizes: {}, scaleFactor: scale };
+      return {
+        ns: `${db}.${name}`,
+        size: 0,
+        count: 0,
+        numOrphanDocs: 0,
+        storageSize: 0,
+        totalSize: 0,
+        nindexes: 0,
+        totalIndexSize: 0,
+        indexDetails: {},
+        indexSizes: {},
+        scaleFactor: scale,
+      };
     }
     return { ns: `${db}.${name}`, ...collectionStorageStats(ns, scale, instance) };
   },
@@ -83,7 +95,18 @@ function userWriteBlockMode(instance: Instance): number {
 }
 
 /** The hello fields mongod repeats in serverStatus.repl. */
-const REPL_FIELDS = ['topologyVersion', 'hosts', 'setName', 'setVersion', 'isWritablePrimary', 'secondary', 'primary', 'me', 'electionId', 'lastWrite'];
+const REPL_FIELDS = [
+  'topologyVersion',
+  'hosts',
+  'setName',
+  'setVersion',
+  'isWritablePrimary',
+  'secondary',
+  'primary',
+  'me',
+  'electionId',
+  'lastWrite',
+];
 
 function replSection(instance: Instance): Record<string, unknown> {
   const hello = helloReply(instance, 0, false);
@@ -114,7 +137,9 @@ function sections(instance: Instance): Record<string, { byDefault: boolean; buil
     mem: { byDefault: true, build: () => ({ bits: 64, ...memory(), supported: true }) },
     metrics: {
       byDefault: true,
-      build: () => ({ ttl: longs({ deletedDocuments: counters.ttlDeletedDocuments, passes: counters.ttlPasses, subPasses: counters.ttlPasses }) }),
+      build: () => ({
+        ttl: longs({ deletedDocuments: counters.ttlDeletedDocuments, passes: counters.ttlPasses, subPasses: counters.ttlPasses }),
+      }),
     },
     opcounters: { byDefault: true, build: () => longs(counters.opcounters) },
     opcountersRepl: { byDefault: true, build: () => longs({ insert: 0, query: 0, update: 0, delete: 0, getmore: 0, command: 0 }) },
@@ -135,7 +160,10 @@ function sections(instance: Instance): Record<string, { byDefault: boolean; buil
     },
     oplog: {
       byDefault: false,
-      build: () => ({ latestOptime: instance.oplog.newest()?.ts ?? instance.clusterTime(), earliestOptime: instance.oplog.oldest() ?? instance.clusterTime() }),
+      build: () => ({
+        latestOptime: instance.oplog.newest()?.ts ?? instance.clusterTime(),
+        earliestOptime: instance.oplog.oldest() ?? instance.clusterTime(),
+      }),
     },
   };
 }

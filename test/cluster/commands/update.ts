@@ -118,7 +118,12 @@ defineCommand({
             if (modified) nModified++;
           }
         } else if (stmt.upsert) {
-          const doc = insertUpserted({ instance, op, bypassDocumentValidation: bypass, db, collectionName: name }, stmt.update, stmt.query, clock);
+          const doc = insertUpserted(
+            { instance, op, bypassDocumentValidation: bypass, db, collectionName: name },
+            stmt.update,
+            stmt.query,
+            clock,
+          );
           n++;
           upserted.push({ index: i, _id: doc.id });
         }

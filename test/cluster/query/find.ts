@@ -42,8 +42,14 @@ export interface Match {
 }
 
 function isOperatorObject(v: unknown): boolean {
-  return typeof v === 'object' && v !== null && !Array.isArray(v) && !('_bsontype' in v) && !(v instanceof Date) &&
-    Object.keys(v).some((k) => k.startsWith('$'));
+  return (
+    typeof v === 'object' &&
+    v !== null &&
+    !Array.isArray(v) &&
+    !('_bsontype' in v) &&
+    !(v instanceof Date) &&
+    Object.keys(v).some((k) => k.startsWith('$'))
+  );
 }
 
 export function sameKeyPattern(a: Record<string, unknown>, b: Record<string, unknown>): boolean {
@@ -53,7 +59,10 @@ export function sameKeyPattern(a: Record<string, unknown>, b: Record<string, unk
 }
 
 function badHint(): ServerError {
-  return new ServerError('BadValue', 'error processing query: planner returned error :: caused by :: hint provided does not correspond to an existing index');
+  return new ServerError(
+    'BadValue',
+    'error processing query: planner returned error :: caused by :: hint provided does not correspond to an existing index',
+  );
 }
 
 /** The index a hint names (hidden indexes cannot be hinted), or `$natural`. */
@@ -87,7 +96,8 @@ function idSet(filter: Record<string, unknown> | undefined): unknown[] | undefin
   const operators = Object.keys(v as object);
   const values = (v as { $in?: unknown }).$in;
   if (operators.length !== 1 || operators[0] !== '$in' || !Array.isArray(values)) return undefined;
-  if (values.some((x) => Array.isArray(x) || x instanceof RegExp || (x as { _bsontype?: string })?._bsontype === 'BSONRegExp')) return undefined;
+  if (values.some((x) => Array.isArray(x) || x instanceof RegExp || (x as { _bsontype?: string })?._bsontype === 'BSONRegExp'))
+    return undefined;
   const sorted = [...values].sort(compareValues);
   return sorted.filter((x, i) => i === 0 || compareValues(sorted[i - 1], x) !== 0);
 }
@@ -115,7 +125,8 @@ export function matchDocuments(collection: Collection | undefined, spec: MatchSp
   const filter = spec.filter && Object.keys(spec.filter).length > 0 ? spec.filter : undefined;
   const sortSpec = spec.sort && Object.keys(spec.sort).length > 0 ? spec.sort : undefined;
   // An empty hint is no hint, as in mongod.
-  const hintGiven = spec.hint !== undefined && !(typeof spec.hint === 'object' && spec.hint !== null && Object.keys(spec.hint).length === 0);
+  const hintGiven =
+    spec.hint !== undefined && !(typeof spec.hint === 'object' && spec.hint !== null && Object.keys(spec.hint).length === 0);
   const hinted = hintGiven ? resolveHint(collection, spec.hint!) : undefined;
   if ((spec.min || spec.max) && !hinted) {
     throw new ServerError(51173, 'When using min()/max() a hint of which index to use must be provided');

@@ -46,7 +46,11 @@ function narrowed(doc: Record<string, unknown>, prefix: string[], element: unkno
  * The matched array index for `$` at `arrayPath` (dotted) given the query and the document
  * (promoted values), or undefined when the query matched no array element.
  */
-export function matchedArrayIndex(filter: Record<string, unknown> | undefined, doc: Record<string, unknown>, arrayPath: string): number | undefined {
+export function matchedArrayIndex(
+  filter: Record<string, unknown> | undefined,
+  doc: Record<string, unknown>,
+  arrayPath: string,
+): number | undefined {
   if (!filter) return undefined;
   const all: Predicate[] = [];
   predicates(filter, all);

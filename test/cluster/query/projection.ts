@@ -26,8 +26,13 @@ function isTree(v: PathTree | Leaf): v is PathTree {
 }
 
 function isOperatorObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Date) &&
-    (v as { _bsontype?: string })._bsontype === undefined;
+  return (
+    typeof v === 'object' &&
+    v !== null &&
+    !Array.isArray(v) &&
+    !(v instanceof Date) &&
+    (v as { _bsontype?: string })._bsontype === undefined
+  );
 }
 
 function sliceLeaf(arg: unknown): Leaf {
@@ -95,7 +100,9 @@ export class Projection {
       if (includes > 0 && excludes > 0) {
         throw new ServerError(
           leaf.kind === 'exclude' ? 31254 : 31253,
-          leaf.kind === 'exclude' ? `Cannot do exclusion on field ${rawPath} in inclusion projection` : `Cannot do inclusion on field ${rawPath} in exclusion projection`,
+          leaf.kind === 'exclude'
+            ? `Cannot do exclusion on field ${rawPath} in inclusion projection`
+            : `Cannot do inclusion on field ${rawPath} in exclusion projection`,
         );
       }
       this.insert(path, leaf, rawPath);
@@ -135,7 +142,10 @@ export class Projection {
     if (this.positionalPath !== undefined) {
       matched = matchedArrayIndex(this.filter, doc ?? BSON.deserialize(raw, promoted), this.positionalPath);
       if (matched === undefined) {
-        throw new ServerError(51246, "Executor error during find command :: caused by :: positional operator '.$' couldn't find a matching element in the array");
+        throw new ServerError(
+          51246,
+          "Executor error during find command :: caused by :: positional operator '.$' couldn't find a matching element in the array",
+        );
       }
     }
     const out = this.project(root, this.tree, true, matched);
@@ -205,7 +215,10 @@ export class Projection {
         if (slotType(slot) !== BsonType.Array) return slot;
         const array = asArray(slot);
         if (matched === undefined || matched >= array.length) {
-          throw new ServerError(51246, "Executor error during find command :: caused by :: positional operator '.$' couldn't find a matching element in the array");
+          throw new ServerError(
+            51246,
+            "Executor error during find command :: caused by :: positional operator '.$' couldn't find a matching element in the array",
+          );
         }
         return new DocNode(true, [], [array.values[matched]]);
       }
@@ -233,7 +246,10 @@ function slice(array: DocNode, rule: { skip: number | undefined; limit: number }
 }
 
 /** Parses a `find` projection (promoted); undefined for an empty one. */
-export function parseProjection(spec: Record<string, unknown> | undefined, filter: Record<string, unknown> | undefined): Projection | undefined {
+export function parseProjection(
+  spec: Record<string, unknown> | undefined,
+  filter: Record<string, unknown> | undefined,
+): Projection | undefined {
   if (!spec || Object.keys(spec).length === 0) return undefined;
   return new Projection(spec, filter);
 }

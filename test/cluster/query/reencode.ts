@@ -8,8 +8,14 @@ import { compareValues } from '../bson-order.js';
 import { DocNode, Leaf, type Slot, BsonType, promotedOf, slotType } from './update/tree.js';
 
 function isPlainObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Date) && !(v instanceof RegExp) &&
-    (v as { _bsontype?: string })._bsontype === undefined;
+  return (
+    typeof v === 'object' &&
+    v !== null &&
+    !Array.isArray(v) &&
+    !(v instanceof Date) &&
+    !(v instanceof RegExp) &&
+    (v as { _bsontype?: string })._bsontype === undefined
+  );
 }
 
 /** True when a promoted value is exactly the promoted form of the original slot. */
@@ -52,7 +58,11 @@ export function reencode(value: unknown, original: Slot | undefined): Slot {
     }
     if (Array.isArray(value) && type === BsonType.Array) {
       const node = original instanceof DocNode ? original : DocNode.parse(original.bytes, true);
-      return new DocNode(true, [], value.map((v, i) => reencode(v, i < node.length ? node.values[i] : undefined)));
+      return new DocNode(
+        true,
+        [],
+        value.map((v, i) => reencode(v, i < node.length ? node.values[i] : undefined)),
+      );
     }
     const leaf = original instanceof DocNode ? undefined : original;
     if (leaf && !leaf.isContainer && samePromoted(value, leaf.promoted())) return leaf;

@@ -61,8 +61,12 @@ export function scanCollection(collection: Collection, options: ScanOptions): ()
       const start = last?.key as number | undefined;
       const iterator =
         options.direction === 1
-          ? start === undefined ? tree.entries() : tree.entries(start + 1)
-          : start === undefined ? tree.entriesReversed() : tree.entriesReversed(start - 1);
+          ? start === undefined
+            ? tree.entries()
+            : tree.entries(start + 1)
+          : start === undefined
+            ? tree.entriesReversed()
+            : tree.entriesReversed(start - 1);
       for (const [, entry] of iterator) {
         buffer.push(entry);
         if (buffer.length >= chunk) break;

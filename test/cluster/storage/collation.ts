@@ -10,8 +10,16 @@ import { ServerError } from '../errors.js';
 export const ICU_COLLATION_VERSION = '57.1';
 
 const FIELDS = new Set([
-  'locale', 'caseLevel', 'caseFirst', 'strength', 'numericOrdering', 'alternate', 'maxVariable',
-  'normalization', 'backwards', 'version',
+  'locale',
+  'caseLevel',
+  'caseFirst',
+  'strength',
+  'numericOrdering',
+  'alternate',
+  'maxVariable',
+  'normalization',
+  'backwards',
+  'version',
 ]);
 
 /** Locales whose ICU tailoring turns on French secondary ordering by default. */
@@ -62,7 +70,8 @@ export function normalizeCollation(spec: unknown, context = 'collation'): Record
   }
   const locale = given.locale;
   if (locale === undefined) throw new ServerError('IDLFailedToParse', `BSON field '${context}.locale' is missing but a required field`);
-  if (typeof locale !== 'string') throw new ServerError('TypeMismatch', `BSON field '${context}.locale' is the wrong type '${typeof locale}', expected type 'string'`);
+  if (typeof locale !== 'string')
+    throw new ServerError('TypeMismatch', `BSON field '${context}.locale' is the wrong type '${typeof locale}', expected type 'string'`);
   if (locale === 'simple') {
     if (Object.keys(given).some((k) => k !== 'locale')) {
       throw new ServerError('BadValue', `If locale is 'simple', the only permitted field is locale: ${describe(given)}`);
@@ -74,7 +83,8 @@ export function normalizeCollation(spec: unknown, context = 'collation'): Record
   const bool = (field: string, fallback: boolean): boolean => {
     const v = given[field];
     if (v === undefined) return fallback;
-    if (typeof v !== 'boolean') throw new ServerError('TypeMismatch', `BSON field '${context}.${field}' is the wrong type, expected type 'bool'`);
+    if (typeof v !== 'boolean')
+      throw new ServerError('TypeMismatch', `BSON field '${context}.${field}' is the wrong type, expected type 'bool'`);
     return v;
   };
   const choice = (field: string, allowed: string[], fallback: string): string => {

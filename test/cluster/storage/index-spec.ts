@@ -14,10 +14,33 @@ const PLUGINS = new Set(['2d', '2dsphere', 'text', 'hashed', 'wildcard', 'column
 
 /** Options an index specification may carry. */
 const ALLOWED_FIELDS = new Set([
-  'v', 'key', 'name', 'unique', 'sparse', 'partialFilterExpression', 'expireAfterSeconds', 'hidden', 'prepareUnique',
-  'collation', 'background', 'dropDups', 'ns', 'storageEngine', 'weights', 'default_language', 'language_override',
-  'textIndexVersion', '2dsphereIndexVersion', 'bits', 'min', 'max', 'coarsestIndexedLevel', 'finestIndexedLevel',
-  'wildcardProjection', 'bucketSize', 'clustered',
+  'v',
+  'key',
+  'name',
+  'unique',
+  'sparse',
+  'partialFilterExpression',
+  'expireAfterSeconds',
+  'hidden',
+  'prepareUnique',
+  'collation',
+  'background',
+  'dropDups',
+  'ns',
+  'storageEngine',
+  'weights',
+  'default_language',
+  'language_override',
+  'textIndexVersion',
+  '2dsphereIndexVersion',
+  'bits',
+  'min',
+  'max',
+  'coarsestIndexedLevel',
+  'finestIndexedLevel',
+  'wildcardProjection',
+  'bucketSize',
+  'clustered',
 ]);
 
 /** Options the `_id` index may carry. */
@@ -34,7 +57,13 @@ function cannot(message: string): ServerError {
 }
 
 function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v) && (v as { _bsontype?: string })._bsontype === undefined && !(v instanceof Date);
+  return (
+    typeof v === 'object' &&
+    v !== null &&
+    !Array.isArray(v) &&
+    (v as { _bsontype?: string })._bsontype === undefined &&
+    !(v instanceof Date)
+  );
 }
 
 /** validateKeyPattern: non-empty, numbers non-zero, one known plugin, legal field names. */
@@ -49,7 +78,9 @@ export function validateKeyPattern(key: Record<string, unknown>): void {
       if (Number.isNaN(n)) throw cannot('Values in the index key pattern cannot be NaN.');
       if (n === 0) throw cannot('Values in the index key pattern cannot be 0.');
     } else if (typeof value !== 'string') {
-      throw cannot(`Values in v:2 index key pattern cannot be of type ${bsonTypeName(value)}. Only numbers > 0, numbers < 0, and strings are allowed.`);
+      throw cannot(
+        `Values in v:2 index key pattern cannot be of type ${bsonTypeName(value)}. Only numbers > 0, numbers < 0, and strings are allowed.`,
+      );
     }
     if (typeof value === 'string' && plugins.size > 1) throw cannot("Can't use more than one index plugin for a single index.");
     if (field.length === 0) throw cannot('Index keys cannot be an empty field.');
@@ -144,7 +175,10 @@ export function normalizeIndexSpec(
   }
   if (requested.partialFilterExpression !== undefined) {
     if (!isObject(requested.partialFilterExpression)) {
-      throw new ServerError('TypeMismatch', `The field 'partialFilterExpression' must be an object, but got ${bsonTypeName(requested.partialFilterExpression)}`);
+      throw new ServerError(
+        'TypeMismatch',
+        `The field 'partialFilterExpression' must be an object, but got ${bsonTypeName(requested.partialFilterExpression)}`,
+      );
     }
     if (requested.sparse === true) throw cannot('cannot mix "partialFilterExpression" and "sparse" options');
     validatePartialFilter(requested.partialFilterExpression);
@@ -152,18 +186,25 @@ export function normalizeIndexSpec(
   if (requested.expireAfterSeconds !== undefined) {
     const seconds = requested.expireAfterSeconds;
     if (typeof seconds !== 'number' || Number.isNaN(seconds)) {
-      throw cannot(`TTL index 'expireAfterSeconds' option must be numeric, but received a type of '${bsonTypeName(seconds)}'. Index spec: ${describeValue(requested)}`);
+      throw cannot(
+        `TTL index 'expireAfterSeconds' option must be numeric, but received a type of '${bsonTypeName(seconds)}'. Index spec: ${describeValue(requested)}`,
+      );
     }
     if (seconds < 0 || seconds > MAX_EXPIRE_AFTER_SECONDS) {
-      throw cannot(`TTL index 'expireAfterSeconds' option must be within an acceptable range, try a lower number. Index spec: ${describeValue(requested)}`);
+      throw cannot(
+        `TTL index 'expireAfterSeconds' option must be within an acceptable range, try a lower number. Index spec: ${describeValue(requested)}`,
+      );
     }
-    if (Object.keys(key).length > 1) throw cannot(`TTL indexes are single-field indexes, compound indexes do not support TTL. Index spec: ${describeValue(requested)}`);
+    if (Object.keys(key).length > 1)
+      throw cannot(`TTL indexes are single-field indexes, compound indexes do not support TTL. Index spec: ${describeValue(requested)}`);
   }
   const plugin = Object.values(key).find((value) => typeof value === 'string');
   if (requested.unique === true && (plugin === 'hashed' || plugin === 'text' || plugin === '2dsphere' || plugin === '2d')) {
     throw new ServerError(
       plugin === 'hashed' ? 16764 : 'CannotCreateIndex',
-      plugin === 'hashed' ? 'Currently hashed indexes cannot guarantee uniqueness. Use a regular index.' : `Index type '${plugin}' does not support the unique option`,
+      plugin === 'hashed'
+        ? 'Currently hashed indexes cannot guarantee uniqueness. Use a regular index.'
+        : `Index type '${plugin}' does not support the unique option`,
     );
   }
   if (requested.hidden === true && name === '_id_') throw new ServerError('BadValue', "can't hide _id index");
@@ -178,7 +219,8 @@ export function normalizeIndexSpec(
   if (plugin === '2dsphere') spec['2dsphereIndexVersion'] ??= 3;
   const collation = requested.collation !== undefined ? requested.collation : collectionCollation;
   if (collation !== undefined) {
-    if (!isObject(collation)) throw new ServerError('TypeMismatch', `The field 'collation' must be an object, but got ${bsonTypeName(collation)}`);
+    if (!isObject(collation))
+      throw new ServerError('TypeMismatch', `The field 'collation' must be an object, but got ${bsonTypeName(collation)}`);
     const full = fillCollation(collation);
     if (full) spec.collation = full;
   }
@@ -200,8 +242,10 @@ function options(spec: IndexSpec): string {
 }
 
 function sameKey(a: Record<string, unknown>, b: Record<string, unknown>): boolean {
-  return JSON.stringify(Object.entries(a).map(([k, v]) => [k, typeof v === 'string' ? v : Number(v)])) ===
-    JSON.stringify(Object.entries(b).map(([k, v]) => [k, typeof v === 'string' ? v : Number(v)]));
+  return (
+    JSON.stringify(Object.entries(a).map(([k, v]) => [k, typeof v === 'string' ? v : Number(v)])) ===
+    JSON.stringify(Object.entries(b).map(([k, v]) => [k, typeof v === 'string' ? v : Number(v)]))
+  );
 }
 
 /**

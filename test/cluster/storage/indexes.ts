@@ -57,8 +57,13 @@ export interface IndexKey {
 }
 
 function isDocument(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Date) &&
-    (v as { _bsontype?: string })._bsontype === undefined;
+  return (
+    typeof v === 'object' &&
+    v !== null &&
+    !Array.isArray(v) &&
+    !(v instanceof Date) &&
+    (v as { _bsontype?: string })._bsontype === undefined
+  );
 }
 
 /**
@@ -199,7 +204,10 @@ export class Index {
           throw new ServerError(16766, 'Error: hashed indexes do not currently support array values');
         }
         if (arrayField !== undefined && arrayField.split('.')[0] !== array.split('.')[0]) {
-          throw new ServerError('CannotIndexParallelArrays', `cannot index parallel arrays [${array.split('.')[0]}] [${arrayField.split('.')[0]}]`);
+          throw new ServerError(
+            'CannotIndexParallelArrays',
+            `cannot index parallel arrays [${array.split('.')[0]}] [${arrayField.split('.')[0]}]`,
+          );
         }
         arrayField ??= array;
       }

@@ -56,4 +56,3 @@ export function sharesRequestMemory(docs: readonly Buffer[]): boolean {
   // At most a quarter more than the documents: message headers and the next message's first bytes.
   return bytes * 1.25 >= memory.byteLength;
 }
-

@@ -24,7 +24,7 @@ export function storeInternal(collection: Collection, doc: Record<string, unknow
 }
 
 function add(catalog: Catalog, db: string, name: string, options: CollectionOptions = {}): Collection {
-  return catalog.get(db, name) as Collection | undefined ?? catalog.addCollection(db, name, options);
+  return (catalog.get(db, name) as Collection | undefined) ?? catalog.addCollection(db, name, options);
 }
 
 /** Creates the collections a freshly initiated one-member replica set has. */

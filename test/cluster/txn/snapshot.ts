@@ -62,10 +62,18 @@ export class CatalogOverlay {
       namespaces: (db: string) => this.namespaces(db),
       databaseNames: () => [...new Set([...this.live.databaseNames(), ...[...this.created.values()].map((c) => c.db)])].sort(),
       addCollection: (db: string, name: string, options: CollectionOptions) => this.addCollection(db, name, options),
-      addView: () => { throw notInTransaction('create a view'); },
-      move: () => { throw notInTransaction('rename a collection'); },
-      remove: () => { throw notInTransaction('drop a collection'); },
-      removeDatabase: () => { throw notInTransaction('drop a database'); },
+      addView: () => {
+        throw notInTransaction('create a view');
+      },
+      move: () => {
+        throw notInTransaction('rename a collection');
+      },
+      remove: () => {
+        throw notInTransaction('drop a collection');
+      },
+      removeDatabase: () => {
+        throw notInTransaction('drop a database');
+      },
     });
   }
 

@@ -50,7 +50,12 @@ function keepSnapshots(collection: Collection, entry: DocEntry): void {
 const ANONYMOUS_UID = new Binary(createHash('sha256').update('').digest());
 
 export function writeConflict(): ServerError {
-  return new ServerError('WriteConflict', 'Write conflict during plan execution and yielding is disabled. :: Please retry your operation or multi-document transaction.', {}, ['TransientTransactionError']);
+  return new ServerError(
+    'WriteConflict',
+    'Write conflict during plan execution and yielding is disabled. :: Please retry your operation or multi-document transaction.',
+    {},
+    ['TransientTransactionError'],
+  );
 }
 
 export class Transaction {
@@ -103,7 +108,13 @@ export class Transaction {
         txn.own.add(entry);
         return entry;
       },
-      updateDocument(ctx: OpContext, collection: Collection, entry: DocEntry, raw: Buffer, description: Record<string, unknown> | undefined): void {
+      updateDocument(
+        ctx: OpContext,
+        collection: Collection,
+        entry: DocEntry,
+        raw: Buffer,
+        description: Record<string, unknown> | undefined,
+      ): void {
         txn.checkWritable(collection);
         txn.track(collection, entry.id);
         base.updateDocument.call(view, ctx, collection, txn.ownCopy(collection, entry), raw, description);
@@ -118,9 +129,15 @@ export class Transaction {
   }
 
   private checkWritable(collection: Collection): void {
-    if (this.state !== 'inProgress') throw new ServerError('NoSuchTransaction', `Transaction with { txnNumber: ${this.txnNumber.toString()} } has been aborted.`, {}, ['TransientTransactionError']);
+    if (this.state !== 'inProgress')
+      throw new ServerError('NoSuchTransaction', `Transaction with { txnNumber: ${this.txnNumber.toString()} } has been aborted.`, {}, [
+        'TransientTransactionError',
+      ]);
     if (collection.capped) {
-      throw new ServerError('OperationNotSupportedInTransaction', `Collection '${collection.ns}' is a capped collection. Writes in transactions are not allowed on capped collections.`);
+      throw new ServerError(
+        'OperationNotSupportedInTransaction',
+        `Collection '${collection.ns}' is a capped collection. Writes in transactions are not allowed on capped collections.`,
+      );
     }
   }
 
@@ -206,9 +223,7 @@ export class Transaction {
       const ts = live.clock.tick();
       const wall = new Date();
       const lsid = { id: this.lsid.id, uid: ANONYMOUS_UID };
-      live.oplog.appendAll(
-        this.staged.map((entry, txnOpIndex) => ({ ...entry, ts, wall, lsid, txnNumber: this.txnNumber, txnOpIndex })),
-      );
+      live.oplog.appendAll(this.staged.map((entry, txnOpIndex) => ({ ...entry, ts, wall, lsid, txnNumber: this.txnNumber, txnOpIndex })));
     }
     this.finish('committed');
   }

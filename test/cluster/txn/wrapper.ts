@@ -20,8 +20,20 @@ import { Transaction } from './transaction.js';
 const RETRYABLE_WRITES = new Set(['insert', 'update', 'delete', 'findAndModify', 'bulkWrite']);
 /** Commands mongod runs inside a multi-document transaction. */
 const ALLOWED_IN_TRANSACTION = new Set([
-  'find', 'getMore', 'killCursors', 'insert', 'update', 'delete', 'findAndModify', 'bulkWrite', 'aggregate',
-  'distinct', 'create', 'createIndexes', 'commitTransaction', 'abortTransaction',
+  'find',
+  'getMore',
+  'killCursors',
+  'insert',
+  'update',
+  'delete',
+  'findAndModify',
+  'bulkWrite',
+  'aggregate',
+  'distinct',
+  'create',
+  'createIndexes',
+  'commitTransaction',
+  'abortTransaction',
 ]);
 const COMMIT_OR_ABORT = new Set(['commitTransaction', 'abortTransaction']);
 /** Codes that mean "retry the whole transaction" (mongod's isTransientTransactionError). */
@@ -50,7 +62,8 @@ async function retryableWrite(ctx: CommandContext, name: string, run: () => Prom
   if (session.txnNumber) {
     if (n.lessThan(session.txnNumber)) throw tooOld(session, n, true);
     if (n.equals(session.txnNumber)) {
-      if (session.transaction) throw new ServerError('IncompleteTransactionHistory', 'Cannot retry a retryable write that has been converted into a transaction');
+      if (session.transaction)
+        throw new ServerError('IncompleteTransactionHistory', 'Cannot retry a retryable write that has been converted into a transaction');
       if (session.retryable?.command === name) return { ...session.retryable.reply };
     }
   }
@@ -68,7 +81,8 @@ async function retryableWrite(ctx: CommandContext, name: string, run: () => Prom
 function transactionFor(ctx: CommandContext, name: string): Transaction {
   const { body, op } = ctx;
   if (!op.lsid) throw new ServerError('InvalidOptions', 'Transaction number requires a session ID to also be specified');
-  if (op.txnNumber === undefined) throw new ServerError('InvalidOptions', "'autocommit' field requires a transaction number to also be specified");
+  if (op.txnNumber === undefined)
+    throw new ServerError('InvalidOptions', "'autocommit' field requires a transaction number to also be specified");
   if (body.autocommit !== false) throw new ServerError('InvalidOptions', 'Specifying autocommit=true is not allowed.');
   if (body.startTransaction !== undefined && body.startTransaction !== true) {
     throw new ServerError('InvalidOptions', 'Specifying startTransaction=false is not allowed.');
@@ -79,7 +93,10 @@ function transactionFor(ctx: CommandContext, name: string): Transaction {
   if (session.txnNumber && n.lessThan(session.txnNumber)) throw tooOld(session, n, false);
   if (body.startTransaction === true) {
     if (session.txnNumber && n.equals(session.txnNumber)) {
-      throw new ServerError('ConflictingOperationInProgress', 'Only servers in a sharded cluster can start a new transaction at the active transaction number');
+      throw new ServerError(
+        'ConflictingOperationInProgress',
+        'Only servers in a sharded cluster can start a new transaction at the active transaction number',
+      );
     }
     session.transaction?.abort();
     session.txnNumber = n;
@@ -95,8 +112,10 @@ function transactionFor(ctx: CommandContext, name: string): Transaction {
     );
   }
   if (!COMMIT_OR_ABORT.has(name)) {
-    if (txn.state === 'aborted') throw new ServerError('NoSuchTransaction', `Transaction with { txnNumber: ${n.toString()} } has been aborted.`);
-    if (txn.state === 'committed') throw new ServerError('TransactionCommitted', `Transaction with { txnNumber: ${n.toString()} } has been committed.`);
+    if (txn.state === 'aborted')
+      throw new ServerError('NoSuchTransaction', `Transaction with { txnNumber: ${n.toString()} } has been aborted.`);
+    if (txn.state === 'committed')
+      throw new ServerError('TransactionCommitted', `Transaction with { txnNumber: ${n.toString()} } has been committed.`);
   }
   return txn;
 }
@@ -108,7 +127,11 @@ async function inTransaction(ctx: CommandContext, name: string, run: () => Promi
     if (!ALLOWED_IN_TRANSACTION.has(name) || (name === 'aggregate' && isChangeStreamPipeline(ctx.body.pipeline))) {
       throw new ServerError('OperationNotSupportedInTransaction', `Cannot run '${name}' in a multi-document transaction.`);
     }
-    if (name === 'createIndexes' && typeof ctx.body.createIndexes === 'string' && ctx.instance.catalog.get(ctx.db, ctx.body.createIndexes)) {
+    if (
+      name === 'createIndexes' &&
+      typeof ctx.body.createIndexes === 'string' &&
+      ctx.instance.catalog.get(ctx.db, ctx.body.createIndexes)
+    ) {
       // Indexes may be created in a transaction only on a collection it creates (mongod 4.4+).
       throw new ServerError(
         'OperationNotSupportedInTransaction',

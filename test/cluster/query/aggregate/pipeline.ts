@@ -7,8 +7,19 @@ import { ServerError } from '../../errors.js';
 import { bucketAuto, parseBucketAuto } from './bucket-auto.js';
 import { type Pull } from './row.js';
 import {
-  blocking, countStage, isPlainProjection, limit, match, type MingoOptions, perDocument, project, sample, skip, sort,
-  unsetFields, unwind,
+  blocking,
+  countStage,
+  isPlainProjection,
+  limit,
+  match,
+  type MingoOptions,
+  perDocument,
+  project,
+  sample,
+  skip,
+  sort,
+  unsetFields,
+  unwind,
 } from './stages.js';
 import { drain, pullFrom } from './row.js';
 
@@ -16,18 +27,36 @@ import { drain, pullFrom } from './row.js';
 const PER_DOCUMENT = new Set(['$addFields', '$set', '$project', '$replaceRoot', '$replaceWith', '$redact']);
 /** Stages mingo runs over the whole input. */
 const BLOCKING = new Set([
-  '$group', '$bucket', '$bucketAuto', '$facet', '$lookup', '$graphLookup', '$unionWith', '$sortByCount', '$densify',
-  '$fill', '$setWindowFields',
+  '$group',
+  '$bucket',
+  '$bucketAuto',
+  '$facet',
+  '$lookup',
+  '$graphLookup',
+  '$unionWith',
+  '$sortByCount',
+  '$densify',
+  '$fill',
+  '$setWindowFields',
 ]);
 /** Stages that must come first; the command sets them up as the source. */
 export const SOURCE_STAGES = new Set(['$collStats', '$changeStream', '$documents', '$indexStats']);
 const NATIVE = new Set(['$match', '$sort', '$limit', '$skip', '$sample', '$count', '$unwind', '$unset']);
-const UNSUPPORTED = new Set(['$out', '$merge', '$currentOp', '$listLocalSessions', '$listSessions', '$planCacheStats', '$search', '$geoNear']);
+const UNSUPPORTED = new Set([
+  '$out',
+  '$merge',
+  '$currentOp',
+  '$listLocalSessions',
+  '$listSessions',
+  '$planCacheStats',
+  '$search',
+  '$geoNear',
+]);
 
 /** The name and argument of a stage, checked. */
 export function stageOf(stage: unknown): [string, unknown] {
   if (stage === null || typeof stage !== 'object' || Array.isArray(stage)) {
-    throw new ServerError('TypeMismatch', 'Each element of the \'pipeline\' array must be an object');
+    throw new ServerError('TypeMismatch', "Each element of the 'pipeline' array must be an object");
   }
   const names = Object.keys(stage);
   if (names.length !== 1) throw new ServerError(40323, 'A pipeline stage specification object must contain exactly one field.');

@@ -28,9 +28,7 @@ export class Row {
 
   get raw(): Buffer {
     if (!this.rawBytes) {
-      this.rawBytes = this.base
-        ? reencodeDocument(this.value!, DocNode.parse(this.base.raw)).toBuffer()
-        : serialize(this.value!);
+      this.rawBytes = this.base ? reencodeDocument(this.value!, DocNode.parse(this.base.raw)).toBuffer() : serialize(this.value!);
     }
     return this.rawBytes;
   }

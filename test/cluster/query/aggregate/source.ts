@@ -70,14 +70,21 @@ function collStats(instance: Instance, db: string, name: string, collection: Col
   }
   if (spec.storageStats !== undefined) {
     if (!collection) {
-      throw new ServerError('NamespaceNotFound', `Unable to retrieve storageStats in $collStats stage :: caused by :: Collection [${db}.${name}] not found.`);
+      throw new ServerError(
+        'NamespaceNotFound',
+        `Unable to retrieve storageStats in $collStats stage :: caused by :: Collection [${db}.${name}] not found.`,
+      );
     }
     const scale = Number((spec.storageStats as { scale?: unknown }).scale ?? 1);
     if (!Number.isInteger(scale) || scale < 1) throw new ServerError('BadValue', 'scale has to be >= 1');
     out.storageStats = collectionStorageStats(collection, scale, instance);
   }
   if (spec.count !== undefined) {
-    if (!collection) throw new ServerError('NamespaceNotFound', `Unable to retrieve count in $collStats stage :: caused by :: Collection [${db}.${name}] not found.`);
+    if (!collection)
+      throw new ServerError(
+        'NamespaceNotFound',
+        `Unable to retrieve count in $collStats stage :: caused by :: Collection [${db}.${name}] not found.`,
+      );
     out.count = collection.count;
   }
   if (spec.queryExecStats !== undefined) out.queryExecStats = { collectionScans: { total: 0, nonTailable: 0 } };
@@ -125,7 +132,10 @@ export function aggregate(instance: Instance, db: string, target: string | 1, pi
 
   if (target === 1) {
     if (firstName !== '$documents') {
-      throw new ServerError('InvalidNamespace', `{aggregate: 1} is not valid for '${firstName || 'an empty pipeline'}'; a collection is required.`);
+      throw new ServerError(
+        'InvalidNamespace',
+        `{aggregate: 1} is not valid for '${firstName || 'an empty pipeline'}'; a collection is required.`,
+      );
     }
     if (!Array.isArray(firstArg)) throw new ServerError(5858203, 'an array is expected');
     const rows = firstArg.map((d) => Row.fromDoc(d as Record<string, unknown>));

@@ -117,8 +117,13 @@ export function countStage(input: Pull, arg: unknown): Pull {
 
 /** Whether a `$project` only includes or excludes fields (values 0/1/true/false). */
 export function isPlainProjection(spec: unknown): spec is Record<string, number | boolean> {
-  return typeof spec === 'object' && spec !== null && !Array.isArray(spec) && Object.keys(spec).length > 0 &&
-    Object.values(spec).every((v) => typeof v === 'boolean' || typeof v === 'number');
+  return (
+    typeof spec === 'object' &&
+    spec !== null &&
+    !Array.isArray(spec) &&
+    Object.keys(spec).length > 0 &&
+    Object.values(spec).every((v) => typeof v === 'boolean' || typeof v === 'number')
+  );
 }
 
 export function project(input: Pull, spec: Record<string, number | boolean>): Pull {
@@ -150,14 +155,18 @@ export function unwind(input: Pull, arg: unknown): Pull {
   if (typeof arg === 'string') path = arg;
   else if (arg !== null && typeof arg === 'object' && !Array.isArray(arg)) {
     const spec = arg as Record<string, unknown>;
-    for (const key of Object.keys(spec)) if (!UNWIND_OPTIONS.has(key)) throw new ServerError(28811, `unrecognized option to $unwind stage: ${key}`);
+    for (const key of Object.keys(spec))
+      if (!UNWIND_OPTIONS.has(key)) throw new ServerError(28811, `unrecognized option to $unwind stage: ${key}`);
     path = spec.path;
     if (spec.includeArrayIndex !== undefined) {
       if (typeof spec.includeArrayIndex !== 'string' || spec.includeArrayIndex.length === 0) {
         throw new ServerError(28810, 'expected a non-empty string for the includeArrayIndex option to $unwind stage');
       }
       if (spec.includeArrayIndex.startsWith('$')) {
-        throw new ServerError(28822, `includeArrayIndex option to $unwind stage should not be prefixed with a '$': ${spec.includeArrayIndex}`);
+        throw new ServerError(
+          28822,
+          `includeArrayIndex option to $unwind stage should not be prefixed with a '$': ${spec.includeArrayIndex}`,
+        );
       }
       indexField = spec.includeArrayIndex;
     }

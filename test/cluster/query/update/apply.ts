@@ -10,7 +10,13 @@ import type { ArrayFilters } from './array-filters.js';
 import { UpdateLog, slotAtPath, type UpdateDescription } from './log.js';
 import type { ApplyEnv, Modifier } from './modifiers.js';
 import {
-  ArrayUpdateNode, LeafUpdateNode, ObjectUpdateNode, comparePathParts, type ModifierPlan, type RenameSpec, type UpdateNode,
+  ArrayUpdateNode,
+  LeafUpdateNode,
+  ObjectUpdateNode,
+  comparePathParts,
+  type ModifierPlan,
+  type RenameSpec,
+  type UpdateNode,
 } from './plan.js';
 import { DocNode, type Slot, arrayIndex, typedOf } from './tree.js';
 
@@ -95,7 +101,10 @@ class Applier {
 
   private applyArray(node: ArrayUpdateNode, loc: Loc, taken: string[], toCreate: string[]): void {
     if (toCreate.length > 0) {
-      throw new ServerError('BadValue', `The path '${[...taken, ...toCreate].join('.')}' must exist in the document in order to apply array updates.`);
+      throw new ServerError(
+        'BadValue',
+        `The path '${[...taken, ...toCreate].join('.')}' must exist in the document in order to apply array updates.`,
+      );
     }
     const array = this.container(loc);
     if (!array || !array.isArray) {
@@ -167,7 +176,10 @@ class Applier {
 
   private checkImmutable(path: string[]): void {
     if (!this.env.insert && path[0] === '_id') {
-      throw new ServerError('ImmutableField', `Performing an update on the path '${path.join('.')}' would modify the immutable field '_id'`);
+      throw new ServerError(
+        'ImmutableField',
+        `Performing an update on the path '${path.join('.')}' would modify the immutable field '_id'`,
+      );
     }
   }
 
@@ -190,7 +202,10 @@ class Applier {
 
   private notViable(loc: Loc, taken: string[], part: string): ServerError {
     const name = taken[taken.length - 1];
-    return new ServerError('PathNotViable', `Cannot create field '${part}' in element {${describeElement(name, typedOf(this.element(loc)))}}`);
+    return new ServerError(
+      'PathNotViable',
+      `Cannot create field '${part}' in element {${describeElement(name, typedOf(this.element(loc)))}}`,
+    );
   }
 
   private create(start: Loc, startTaken: string[], toCreate: string[], value: Slot): void {

@@ -8,12 +8,8 @@ import { Int32, Timestamp } from 'bson';
 import { ServerError } from '../../errors.js';
 import { compareValues } from '../../bson-order.js';
 import { describeElement, describeValue } from '../../storage/keys.js';
-import {
-  add, bitwise, debugString, identical, isTypedNumber, multiply, type TypedNumber,
-} from './arithmetic.js';
-import {
-  BsonType, DocNode, Leaf, type Slot, binaryEqual, isNumericType, promotedOf, slotType, toLeaf, typeName, typedOf,
-} from './tree.js';
+import { add, bitwise, debugString, identical, isTypedNumber, multiply, type TypedNumber } from './arithmetic.js';
+import { BsonType, DocNode, Leaf, type Slot, binaryEqual, isNumericType, promotedOf, slotType, toLeaf, typeName, typedOf } from './tree.js';
 
 /** Facts about the document and the write that operators need. */
 export interface ApplyEnv {
@@ -103,7 +99,10 @@ function arithmeticModifier(operator: '$inc' | '$mul', path: string, arg: Leaf):
       const after = operator === '$inc' ? add(operand, before) : multiply(operand, before);
       if (after !== undefined && identical(after, before)) return NOOP;
       if (after === undefined) {
-        throw new ServerError('BadValue', `Failed to apply ${operator} operations to current value (${debugString(before)}) for document {${env.idText}}`);
+        throw new ServerError(
+          'BadValue',
+          `Failed to apply ${operator} operations to current value (${debugString(before)}) for document {${env.idText}}`,
+        );
       }
       return { kind: 'set', value: Leaf.of(after) };
     },
@@ -133,10 +132,16 @@ function currentDateModifier(path: string, arg: Leaf): Modifier {
     const spec = arg.typed() as Record<string, unknown>;
     const keys = Object.keys(spec);
     if (keys.length !== 1 || keys[0] !== '$type') {
-      throw new ServerError('BadValue', `The only valid field of the option is '$type': {$currentDate: {field : {$type: 'date/timestamp'}}}`);
+      throw new ServerError(
+        'BadValue',
+        `The only valid field of the option is '$type': {$currentDate: {field : {$type: 'date/timestamp'}}}`,
+      );
     }
     if (spec.$type !== 'date' && spec.$type !== 'timestamp') {
-      throw new ServerError('BadValue', `The '$type' string field is required to be 'date' or 'timestamp': {$currentDate: {field : {$type: 'date'}}}`);
+      throw new ServerError(
+        'BadValue',
+        `The '$type' string field is required to be 'date' or 'timestamp': {$currentDate: {field : {$type: 'date'}}}`,
+      );
     }
     asTimestamp = spec.$type === 'timestamp';
   } else if (arg.type !== BsonType.Bool) {
@@ -223,7 +228,10 @@ function pushModifier(arg: Leaf): Modifier {
     if (sliceArg) {
       slice = integerArgument(toLeaf(sliceArg));
       if (slice === undefined) {
-        throw new ServerError('BadValue', `The value for $slice must be an integer value but was given type: ${typeName(slotType(sliceArg))}`);
+        throw new ServerError(
+          'BadValue',
+          `The value for $slice must be an integer value but was given type: ${typeName(slotType(sliceArg))}`,
+        );
       }
     }
     const sortArg = spec.get('$sort');
@@ -232,7 +240,10 @@ function pushModifier(arg: Leaf): Modifier {
     if (positionArg) {
       position = integerArgument(toLeaf(positionArg));
       if (position === undefined) {
-        throw new ServerError('BadValue', `The value for $position must be an integer value, not of type: ${typeName(slotType(positionArg))}`);
+        throw new ServerError(
+          'BadValue',
+          `The value for $position must be an integer value, not of type: ${typeName(slotType(positionArg))}`,
+        );
       }
     }
   } else {
@@ -336,7 +347,10 @@ function popModifier(path: string, arg: Leaf): Modifier {
     modify: (current, target) => {
       const array = arrayNode(current);
       if (!array) {
-        throw new ServerError('BadValue', `Path '${target.path.join('.')}' contains an element of non-array type '${typeName(slotType(current))}'`);
+        throw new ServerError(
+          'BadValue',
+          `Path '${target.path.join('.')}' contains an element of non-array type '${typeName(slotType(current))}'`,
+        );
       }
       if (array.length === 0) return NOOP;
       const values = n < 0 ? array.values.slice(1) : array.values.slice(0, -1);
@@ -379,7 +393,7 @@ function pullAllModifier(arg: Leaf): Modifier {
   if (arg.type !== BsonType.Array) {
     throw new ServerError('BadValue', `$pullAll requires an array argument but was given a ${typeName(arg.type)}`);
   }
-  const values = (arg.typed() as unknown[]);
+  const values = arg.typed() as unknown[];
   return cullModifier('$pullAll', (e) => {
     const v = typedOf(e);
     return values.some((w) => compareValues(v, w) === 0);
@@ -434,8 +448,20 @@ function bitModifier(arg: Leaf): Modifier {
 
 /** The single-field update operators mongod knows (besides `$rename`). */
 export const FIELD_OPERATORS = new Set([
-  '$set', '$setOnInsert', '$unset', '$inc', '$mul', '$min', '$max', '$currentDate', '$push', '$addToSet', '$pop',
-  '$pull', '$pullAll', '$bit',
+  '$set',
+  '$setOnInsert',
+  '$unset',
+  '$inc',
+  '$mul',
+  '$min',
+  '$max',
+  '$currentDate',
+  '$push',
+  '$addToSet',
+  '$pop',
+  '$pull',
+  '$pullAll',
+  '$bit',
 ]);
 
 /** Builds the modifier for `{<operator>: {<path>: <arg>}}`. */

@@ -50,4 +50,3 @@ export class PipelineUpdate {
     return reencodeDocument(result as Record<string, unknown>, original);
   }
 }
-

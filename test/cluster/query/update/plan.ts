@@ -133,8 +133,7 @@ class PlanBuilder {
       }
       if (existing?.kind === 'leaf') throw conflict(path, parts.slice(0, i + 1));
       if (existing && (existing.kind === 'array') !== nextIsArrayUpdate) throw conflict(path, parts.slice(0, i + 1));
-      const child: ObjectUpdateNode | ArrayUpdateNode =
-        existing ?? (nextIsArrayUpdate ? new ArrayUpdateNode() : new ObjectUpdateNode());
+      const child: ObjectUpdateNode | ArrayUpdateNode = existing ?? (nextIsArrayUpdate ? new ArrayUpdateNode() : new ObjectUpdateNode());
       if (!existing) this.attach(node, part, id, child);
       node = child;
     }
@@ -166,7 +165,10 @@ function renameSpec(builder: PlanBuilder, from: string, to: Leaf): void {
   const shorter = fromParts.length < toParts.length ? fromParts : toParts;
   const longer = shorter === fromParts ? toParts : fromParts;
   if (shorter.every((p, i) => longer[i] === p)) {
-    throw new ServerError('BadValue', `The source and target field for $rename must not be on the same path: ${from}: ${JSON.stringify(target)}`);
+    throw new ServerError(
+      'BadValue',
+      `The source and target field for $rename must not be on the same path: ${from}: ${JSON.stringify(target)}`,
+    );
   }
   builder.add(from, new LeafUpdateNode(null), false);
   builder.add(target, new LeafUpdateNode({ from: fromParts }), false);

@@ -303,10 +303,27 @@ export function isNumericType(type: number): boolean {
 }
 
 const TYPE_NAMES: Record<number, string> = {
-  0x01: 'double', 0x02: 'string', 0x03: 'object', 0x04: 'array', 0x05: 'binData', 0x06: 'undefined',
-  0x07: 'objectId', 0x08: 'bool', 0x09: 'date', 0x0a: 'null', 0x0b: 'regex', 0x0c: 'dbPointer',
-  0x0d: 'javascript', 0x0e: 'symbol', 0x0f: 'javascriptWithScope', 0x10: 'int', 0x11: 'timestamp',
-  0x12: 'long', 0x13: 'decimal', 0xff: 'minKey', 0x7f: 'maxKey',
+  0x01: 'double',
+  0x02: 'string',
+  0x03: 'object',
+  0x04: 'array',
+  0x05: 'binData',
+  0x06: 'undefined',
+  0x07: 'objectId',
+  0x08: 'bool',
+  0x09: 'date',
+  0x0a: 'null',
+  0x0b: 'regex',
+  0x0c: 'dbPointer',
+  0x0d: 'javascript',
+  0x0e: 'symbol',
+  0x0f: 'javascriptWithScope',
+  0x10: 'int',
+  0x11: 'timestamp',
+  0x12: 'long',
+  0x13: 'decimal',
+  0xff: 'minKey',
+  0x7f: 'maxKey',
 };
 
 /** mongod's name of a BSON type (`typeName`), as its messages print it. */

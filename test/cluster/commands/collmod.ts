@@ -382,6 +382,11 @@ defineCommand({
     if (validator !== undefined) {
       if (Object.keys(validator).length > 0) options.validator = validator;
       else delete options.validator;
+      // mongod's setValidator stores the level and action with their defaults filled in
+      // (validationLevelOrDefault / validationActionOrDefault in collection_impl.cpp), so they list
+      // afterwards even when neither was ever given.
+      options.validationLevel ??= 'strict';
+      options.validationAction ??= 'error';
     }
     if (validationLevel !== undefined) options.validationLevel = validationLevel;
     if (validationAction !== undefined) options.validationAction = validationAction;

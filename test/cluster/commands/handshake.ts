@@ -108,6 +108,8 @@ function parameters(instance: Instance): Record<string, unknown> {
     maxBSONDepth: 200,
     internalQueryMaxBlockingSortMemoryUsageBytes: 104857600,
     transactionLifetimeLimitSeconds: 60,
+    // The user-document schema (SCRAM-SHA-256 era); mongorestore asks before restoring users.
+    authSchemaVersion: 5,
   };
 }
 

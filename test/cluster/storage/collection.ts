@@ -57,7 +57,10 @@ export class Collection {
     public options: CollectionOptions,
     readonly uuid: UUID = new UUID(),
   ) {
-    this.indexes.push(new Index({ v: 2, key: { _id: 1 }, name: '_id_' }, this));
+    // The _id index carries the collection's default collation, as listIndexes shows it.
+    const idSpec: IndexSpec = { v: 2, key: { _id: 1 }, name: '_id_' };
+    if (options.collation) idSpec.collation = options.collation;
+    this.indexes.push(new Index(idSpec, this));
   }
 
   private nsCache = { db: '', name: '', ns: '' };

@@ -227,16 +227,29 @@ export function normalizeIndexSpec(
   return spec as IndexSpec;
 }
 
-/** The options that make two indexes on the same key different indexes (mongod allows both). */
-function identity(spec: IndexSpec): string {
-  return JSON.stringify([spec.collation ?? null, spec.partialFilterExpression ?? null]);
+/**
+ * An index's signature: the options that, with the key pattern, tell two indexes apart, so that
+ * mongod (5.0+, SERVER-47657) lets both exist under different names: collation, partial filter,
+ * `unique`, `sparse` and a wildcard projection. A missing `unique`/`sparse` is `false`
+ * (SERVER-91562).
+ */
+function signature(spec: IndexSpec): string {
+  return JSON.stringify([
+    spec.collation ?? null,
+    spec.partialFilterExpression ?? null,
+    spec.unique === true,
+    spec.sparse === true,
+    spec.wildcardProjection ?? null,
+  ]);
 }
 
 /** Options compared to decide whether a requested index is the one that exists. */
 function options(spec: IndexSpec): string {
   const rest: Record<string, unknown> = {};
   for (const [field, value] of Object.entries(spec)) {
-    if (field !== 'name' && field !== 'v' && field !== 'background' && field !== 'hidden' && value !== undefined) rest[field] = value;
+    if (field === 'name' || field === 'v' || field === 'background' || field === 'hidden' || value === undefined) continue;
+    if ((field === 'unique' || field === 'sparse') && value === false) continue;
+    rest[field] = value;
   }
   return JSON.stringify(Object.entries(rest).sort(([a], [b]) => (a < b ? -1 : 1)));
 }
@@ -249,13 +262,16 @@ function sameKey(a: Record<string, unknown>, b: Record<string, unknown>): boolea
 }
 
 /**
- * Compares a requested index with the existing ones: 'exists' when it is already there, 'new'
- * when it may be built, or throws mongod's conflict errors.
+ * Compares a requested index with the existing ones as mongod's IndexCatalog does
+ * (`_doesSpecConflictWithExisting`, `IndexDescriptor::compareIndexOptions`): 'exists' when it is
+ * already there, 'new' when it may be built, or throws mongod's conflict errors. The same name
+ * with another key or signature is IndexKeySpecsConflict (86); the same name and signature with
+ * other options, or the same key and signature under another name, IndexOptionsConflict (85).
  */
 export function compareWithExisting(requested: IndexSpec, existing: IndexSpec[]): 'exists' | 'new' {
   for (const other of existing) {
     if (other.name === requested.name) {
-      if (!sameKey(other.key, requested.key)) {
+      if (!sameKey(other.key, requested.key) || signature(other) !== signature(requested)) {
         throw new ServerError(
           'IndexKeySpecsConflict',
           `An existing index has the same name as the requested index. When index names are not specified, they are auto generated and can cause conflicts. Please refer to our documentation. Requested index: ${describeValue(requested)}, existing index: ${describeValue(other)}`,
@@ -271,7 +287,7 @@ export function compareWithExisting(requested: IndexSpec, existing: IndexSpec[])
     }
   }
   for (const other of existing) {
-    if (!sameKey(other.key, requested.key) || identity(other) !== identity(requested)) continue;
+    if (!sameKey(other.key, requested.key) || signature(other) !== signature(requested)) continue;
     if (options(other) === options(requested)) {
       throw new ServerError('IndexOptionsConflict', `Index already exists with a different name: ${other.name}`);
     }

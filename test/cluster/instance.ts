@@ -199,7 +199,10 @@ export class Instance {
       o: {
         create: name,
         ...options,
-        idIndex: { v: 2, key: { _id: 1 }, name: '_id_', ...(options.collation ? { collation: options.collation } : {}) },
+        // A clustered collection has no _id index (its documents are stored by _id).
+        ...(options.clusteredIndex === undefined
+          ? { idIndex: { v: 2, key: { _id: 1 }, name: '_id_', ...(options.collation ? { collation: options.collation } : {}) } }
+          : {}),
       },
       size: 128,
     });

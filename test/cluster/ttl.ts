@@ -13,6 +13,7 @@ import type { Collection, DocEntry } from './storage/collection.js';
 import type { Index } from './storage/indexes.js';
 import { promoted } from './raw.js';
 import { valuesAtPath } from './storage/keys.js';
+import { expiredByCollectionTtl } from './storage/clustered.js';
 
 /** The monitor acts as an internal client: its deletes are not user writes. */
 const TTL_CLIENT: OpContext = { bypassWriteBlocking: true };
@@ -55,6 +56,10 @@ export function runTtlPass(instance: Instance, now = Date.now()): number {
   for (const db of instance.catalog.databaseNames()) {
     for (const ns of instance.catalog.namespaces(db)) {
       if (ns.kind !== 'collection' || ns.capped) continue;
+      for (const entry of expiredByCollectionTtl(ns, now)) {
+        instance.deleteDocument(TTL_CLIENT, ns, entry);
+        deleted++;
+      }
       for (const index of ns.indexes) {
         if (!isTtlIndex(index)) continue;
         for (const entry of expiredEntries(ns, index, now)) {

@@ -10,6 +10,7 @@ import type { Instance, OpContext } from '../instance.js';
 import { type CollectionOptions, type Namespace, View } from '../storage/collection.js';
 import { SYSTEM_VIEWS, validateCollectionName } from '../storage/catalog.js';
 import { normalizeCollation } from '../storage/collation.js';
+import { checkCollectionTtl, isClustered, parseClusteredIndex } from '../storage/clustered.js';
 import { databaseSizeOnDisk } from '../storage/stats.js';
 import { checkValidator } from '../validation.js';
 import { accessControlOf } from '../auth/access.js';
@@ -63,15 +64,19 @@ export function describeNamespace(ns: Namespace): Record<string, unknown> {
     if (ns.collation) options.collation = ns.collation;
     return { name: ns.name, type: 'view', options, info: { readOnly: true } };
   }
-  const idIndex: Record<string, unknown> = { v: 2, key: { _id: 1 }, name: '_id_' };
-  if (ns.options.collation) idIndex.collation = ns.options.collation;
-  return {
+  const entry: Record<string, unknown> = {
     name: ns.name,
     type: 'collection',
     options: { ...ns.options },
     info: { readOnly: false, uuid: ns.uuid },
-    idIndex,
   };
+  // A clustered collection has no _id index to list.
+  if (!isClustered(ns.options)) {
+    const idIndex: Record<string, unknown> = { v: 2, key: { _id: 1 }, name: '_id_' };
+    if (ns.options.collation) idIndex.collation = ns.options.collation;
+    entry.idIndex = idIndex;
+  }
+  return entry;
 }
 
 defineCommand({
@@ -102,7 +107,7 @@ defineCommand({
 const CLIENT_SYSTEM_COLLECTIONS = new Set(['system.js', 'system.profile']);
 
 /** Options `create` accepts that the test cluster cannot honour (documented in the README). */
-const UNSUPPORTED_OPTIONS = ['timeseries', 'clusteredIndex', 'encryptedFields'];
+const UNSUPPORTED_OPTIONS = ['timeseries', 'encryptedFields'];
 const VALIDATION_LEVELS = ['off', 'strict', 'moderate'];
 const VALIDATION_ACTIONS = ['error', 'warn'];
 
@@ -139,14 +144,15 @@ export function checkCappedMax(max: number): number {
  * The collection options of a `create` command in the form mongod stores and lists them
  * (its CollectionOptions order), after mongod's checks.
  */
-function collectionOptions(args: Args): CollectionOptions {
+function collectionOptions(args: Args, name: string): CollectionOptions {
   const body = args.body;
   for (const option of UNSUPPORTED_OPTIONS) {
     if (body[option] !== undefined) {
       throw new ServerError('NotImplemented', `The test cluster does not support '${option}' collections`);
     }
   }
-  if (body.expireAfterSeconds !== undefined) {
+  const clusteredIndex = body.clusteredIndex === undefined ? undefined : parseClusteredIndex(body.clusteredIndex, name);
+  if (body.expireAfterSeconds !== undefined && clusteredIndex === undefined && body.timeseries === undefined) {
     throw new ServerError(
       'InvalidOptions',
       "'expireAfterSeconds' is only supported on time-series collections or when the 'clusteredIndex' option is specified",
@@ -156,6 +162,22 @@ function collectionOptions(args: Args): CollectionOptions {
   const capped = args.boolean('capped') ?? false;
   const size = args.number('size');
   const max = args.number('max');
+  if (clusteredIndex !== undefined) {
+    // create.cpp: a capped clustered collection needs enableTestCommands, which this server does not have.
+    if (capped) throw new ServerError(6127800, "Clustered capped collection only available with 'enableTestCommands' server parameter");
+    if (size !== undefined) {
+      throw new ServerError(
+        6049200,
+        "'size' field for capped collections is not allowed on clustered collections. Did you mean 'capped: true' with 'expireAfterSeconds'?",
+      );
+    }
+    if (max !== undefined) {
+      throw new ServerError(
+        6049204,
+        "'max' field for capped collections is not allowed on clustered collections. Did you mean 'capped: true' with 'expireAfterSeconds'?",
+      );
+    }
+  }
   if (capped && size === undefined) throw new ServerError('InvalidOptions', "the 'size' field is required when 'capped' is true");
   if ((size !== undefined || max !== undefined) && !capped) {
     throw new ServerError('InvalidOptions', "the 'capped' field needs to be true when either the 'size' or 'max' fields are present");
@@ -192,6 +214,9 @@ function collectionOptions(args: Args): CollectionOptions {
     const collation = normalizeCollation(body.collation);
     if (collation) options.collation = collation;
   }
+  // Listed after the collation, as mongod's CollectionOptions::appendBSON orders them.
+  if (clusteredIndex !== undefined) options.clusteredIndex = clusteredIndex;
+  if (body.expireAfterSeconds !== undefined) options.expireAfterSeconds = checkCollectionTtl(body.expireAfterSeconds, 'create');
   return options;
 }
 
@@ -287,6 +312,8 @@ defineCommand({
         'idIndex',
         'autoIndexId',
         'changeStreamPreAndPostImages',
+        'clusteredIndex',
+        'expireAfterSeconds',
         ...UNSUPPORTED_OPTIONS,
       ]) {
         if (body[option] !== undefined) throw new ServerError('InvalidOptions', `option not supported on a view: ${option}`);
@@ -305,7 +332,7 @@ defineCommand({
       createView(instance, op, db, name, viewOn, pipeline, collation);
       return {};
     }
-    const options = collectionOptions(args);
+    const options = collectionOptions(args, name);
     if (existing) {
       if (existing.kind === 'collection' && sameOptions(existing.options, options)) return {};
       throw existsWithOtherOptions(existing);

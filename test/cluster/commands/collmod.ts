@@ -14,6 +14,7 @@ import type { Instance, OpContext } from '../instance.js';
 import type { Collection, View } from '../storage/collection.js';
 import type { Index } from '../storage/indexes.js';
 import { validateCollectionName } from '../storage/catalog.js';
+import { parseCollModTtl } from '../storage/clustered.js';
 import { checkValidator } from '../validation.js';
 import { promoted } from '../raw.js';
 import { Args, bsonTypeName } from './args.js';
@@ -292,10 +293,9 @@ defineCommand({
     }
     if (body.timeseries !== undefined)
       throw new ServerError('InvalidOptions', 'option only supported on a time-series collection: timeseries');
-    if (body.expireAfterSeconds !== undefined) {
-      throw new ServerError('InvalidOptions', "'expireAfterSeconds' option is only supported on collections clustered by _id");
-    }
     const collection = ns;
+    // A collection-level TTL (collections clustered by _id, time-series buckets): seconds or 'off'.
+    const collectionTtl = body.expireAfterSeconds === undefined ? undefined : parseCollModTtl(collection.options, body.expireAfterSeconds);
     const dryRun = args.boolean('dryRun') ?? false;
     const o: Record<string, unknown> = { collMod: name };
     let modifications = 0;
@@ -351,6 +351,10 @@ defineCommand({
       o.changeStreamPreAndPostImages = { enabled: prePost.enabled };
     }
     if (cappedSize !== undefined || cappedMax !== undefined) modifications++;
+    if (collectionTtl !== undefined) {
+      modifications++;
+      o.expireAfterSeconds = collectionTtl;
+    }
     if (parsedIndex?.change.prepareUnique !== undefined && modifications > 1) {
       throw new ServerError('InvalidOptions', 'prepareUnique cannot be combined with any other modification.');
     }
@@ -394,6 +398,8 @@ defineCommand({
       if (prePost.enabled) options.changeStreamPreAndPostImages = { enabled: true };
       else delete options.changeStreamPreAndPostImages;
     }
+    if (collectionTtl === 'off') delete options.expireAfterSeconds;
+    else if (collectionTtl !== undefined) options.expireAfterSeconds = collectionTtl;
     collection.options = reorder(options);
     if (parsedIndex) {
       const { reply: indexReply, old, changed } = applyIndexChange(collection, parsedIndex.change);
@@ -422,6 +428,11 @@ const OPTION_ORDER = [
   'validationLevel',
   'validationAction',
   'collation',
+  'clusteredIndex',
+  'expireAfterSeconds',
+  'viewOn',
+  'pipeline',
+  'timeseries',
 ];
 
 function reorder(options: Record<string, unknown>): Record<string, unknown> {

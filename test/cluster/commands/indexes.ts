@@ -9,6 +9,7 @@ import { ServerError } from '../errors.js';
 import { serialize } from '../raw.js';
 import type { Collection } from '../storage/collection.js';
 import { normalizeCollation } from '../storage/collation.js';
+import { clusteredIndexListing, isClustered } from '../storage/clustered.js';
 import { compareWithExisting, normalizeIndexSpec } from '../storage/index-spec.js';
 import type { IndexSpec } from '../storage/indexes.js';
 import { describeValue } from '../storage/keys.js';
@@ -130,10 +131,22 @@ defineCommand({
     if (!collection) throw new ServerError('NamespaceNotFound', `ns does not exist: ${db}.${name}`);
     const cursorOptions = args.object('cursor') ?? {};
     const batchSize = cursorOptions.batchSize === undefined ? undefined : Number(cursorOptions.batchSize);
-    const docs = collection.indexes.map((index) => serialize({ ...index.spec }));
+    const docs = listedIndexes(collection).map((spec) => serialize(spec));
     return openCursor(instance, listCursor(`${db}.$cmd.listIndexes.${name}`, docs), { batchSize });
   },
 });
+
+/**
+ * The specifications `listIndexes` shows: a clustered collection's clustered index stands in for
+ * the `_id` index (a buckets collection lists neither), as mongod's list_indexes.cpp does.
+ */
+function listedIndexes(collection: Collection): Record<string, unknown>[] {
+  const specs = collection.indexes.map((index) => ({ ...index.spec }) as Record<string, unknown>);
+  if (!isClustered(collection.options)) return specs;
+  const clustered = clusteredIndexListing(collection.options);
+  const secondary = specs.filter((spec) => spec.name !== '_id_');
+  return clustered ? [clustered, ...secondary] : secondary;
+}
 
 /** The indexes a `dropIndexes` request names (throws mongod's errors for bad requests). */
 function indexesToDrop(collection: Collection, index: unknown): { specs: IndexSpec[]; all: boolean } {

@@ -16,7 +16,10 @@ export interface ScanOptions {
 }
 
 /** Returns a function yielding successive entries, undefined at the end. */
-export function scanCollection(collection: Collection, options: ScanOptions): () => DocEntry | undefined {
+export function scanCollection(collection: Collection, scanOptions: ScanOptions): () => DocEntry | undefined {
+  // A clustered collection stores its documents in _id order: that is its natural order too.
+  const options: ScanOptions =
+    scanOptions.order === 'natural' && collection.options.clusteredIndex !== undefined ? { ...scanOptions, order: 'id' } : scanOptions;
   const chunk = 256;
   let buffer: DocEntry[] = [];
   let position = 0;

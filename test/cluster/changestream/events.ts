@@ -100,12 +100,14 @@ function describeCommand(entry: OplogEntry, spec: ChangeStreamSpec): Described |
   if (typeof o.create === 'string') {
     if (!watchesCollection(scope, db, o.create)) return undefined;
     const view = typeof o.viewOn === 'string';
+    // A view on a buckets collection is a time-series collection (nsType as mongod 8.1+ reports it).
+    const timeseries = view && (o.viewOn as string).startsWith('system.buckets.');
     return {
       operationType: 'create',
       db,
       coll: o.create,
       operationDescription: without(o, 'create'),
-      nsType: view ? 'view' : 'collection',
+      nsType: timeseries ? 'timeseries' : view ? 'view' : 'collection',
       notForCollectionStreams: view,
       invalidates: false,
     };

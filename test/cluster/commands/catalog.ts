@@ -10,7 +10,9 @@ import type { Instance, OpContext } from '../instance.js';
 import { type CollectionOptions, type Namespace, View } from '../storage/collection.js';
 import { SYSTEM_VIEWS, validateCollectionName } from '../storage/catalog.js';
 import { normalizeCollation } from '../storage/collation.js';
-import { checkCollectionTtl, isClustered, parseClusteredIndex } from '../storage/clustered.js';
+import { BUCKETS_PREFIX, checkCollectionTtl, isClustered, parseClusteredIndex } from '../storage/clustered.js';
+import { isTimeseriesView } from '../storage/timeseries.js';
+import { createTimeseries, describeTimeseries } from './timeseries/catalog.js';
 import { databaseSizeOnDisk } from '../storage/stats.js';
 import { checkValidator } from '../validation.js';
 import { accessControlOf } from '../auth/access.js';
@@ -83,7 +85,9 @@ defineCommand({
   name: 'listCollections',
   handler: ({ instance, body, db }) => {
     const args = new Args('listCollections', body);
-    let entries = instance.catalog.namespaces(db).map(describeNamespace);
+    let entries = instance.catalog
+      .namespaces(db)
+      .map((ns) => (isTimeseriesView(ns) ? describeTimeseries(instance, ns) : describeNamespace(ns)));
     const filter = args.object('filter');
     if (filter) {
       const query = new Query(filter);
@@ -107,7 +111,7 @@ defineCommand({
 const CLIENT_SYSTEM_COLLECTIONS = new Set(['system.js', 'system.profile']);
 
 /** Options `create` accepts that the test cluster cannot honour (documented in the README). */
-const UNSUPPORTED_OPTIONS = ['timeseries', 'encryptedFields'];
+const UNSUPPORTED_OPTIONS = ['encryptedFields'];
 const VALIDATION_LEVELS = ['off', 'strict', 'moderate'];
 const VALIDATION_ACTIONS = ['error', 'warn'];
 
@@ -243,6 +247,12 @@ export function createView(
   collation?: Record<string, unknown>,
 ): View {
   instance.assertWritable(op, db);
+  if (viewOn.startsWith(BUCKETS_PREFIX)) {
+    throw new ServerError(
+      'InvalidNamespace',
+      'Cannot create view on a system.buckets namespace except by creating a time-series collection',
+    );
+  }
   checkViewGraph(instance, db, name, viewOn);
   const view = new View(db, name, viewOn, pipeline, collation);
   instance.catalog.addView(view);
@@ -287,10 +297,12 @@ export function viewPipeline(command: string, value: unknown): Record<string, un
 
 defineCommand({
   name: 'create',
-  handler: ({ instance, body, db, op }) => {
+  handler: (ctx) => {
+    const { instance, body, db, op } = ctx;
     const args = new Args('create', body);
     const name = args.requiredString('create');
     validateCollectionName(db, name);
+    if (body.timeseries !== undefined) return createTimeseries(ctx, name);
     if (name.startsWith('system.') && !CLIENT_SYSTEM_COLLECTIONS.has(name)) {
       throw new ServerError('InvalidNamespace', `Invalid system namespace: ${db}.${name}`);
     }
@@ -314,6 +326,7 @@ defineCommand({
         'changeStreamPreAndPostImages',
         'clusteredIndex',
         'expireAfterSeconds',
+        'timeseries',
         ...UNSUPPORTED_OPTIONS,
       ]) {
         if (body[option] !== undefined) throw new ServerError('InvalidOptions', `option not supported on a view: ${option}`);
@@ -378,6 +391,11 @@ defineCommand({
       for (const other of instance.catalog.namespaces(db)) if (other.kind === 'view') dropNamespace(instance, op, other);
     }
     const nIndexesWas = dropNamespace(instance, op, ns);
+    if (isTimeseriesView(ns)) {
+      // A time-series collection is its view and its buckets: both go (the view first, as mongod).
+      const buckets = instance.catalog.get(db, ns.viewOn);
+      if (buckets) dropNamespace(instance, op, buckets);
+    }
     return ns.kind === 'view' ? { ns: `${db}.${name}` } : { nIndexesWas, ns: `${db}.${name}` };
   },
 });

@@ -15,6 +15,8 @@ import type { Collection, View } from '../storage/collection.js';
 import type { Index } from '../storage/indexes.js';
 import { validateCollectionName } from '../storage/catalog.js';
 import { parseCollModTtl } from '../storage/clustered.js';
+import { isTimeseriesView } from '../storage/timeseries.js';
+import { collModTimeseries } from './timeseries/catalog.js';
 import { checkValidator } from '../validation.js';
 import { promoted } from '../raw.js';
 import { Args, bsonTypeName } from './args.js';
@@ -280,14 +282,15 @@ function modifyView(instance: Instance, op: OpContext, view: View, body: Record<
 
 defineCommand({
   name: 'collMod',
-  handler: ({ instance, body, db, op }) => {
+  handler: (ctx) => {
+    const { instance, body, db, op } = ctx;
     const args = new Args('collMod', body);
     const name = args.requiredString('collMod');
     validateCollectionName(db, name);
     const ns = instance.catalog.get(db, name);
     if (!ns) throw new ServerError('NamespaceNotFound', 'ns does not exist');
     instance.assertWritable(op, db);
-    if (ns.kind === 'view') return modifyView(instance, op, ns, body);
+    if (ns.kind === 'view') return isTimeseriesView(ns) ? collModTimeseries(ctx, ns) : modifyView(instance, op, ns, body);
     for (const option of ['viewOn', 'pipeline']) {
       if (body[option] !== undefined) throw new ServerError('InvalidOptions', `option only supported on a view: ${option}`);
     }

@@ -10,6 +10,8 @@ import { findDocuments, matchDocuments, resolveHint } from '../query/find.js';
 import { parseProjection } from '../query/projection.js';
 import { type CollectionRead, aggregate, resolveNamespace } from '../query/aggregate/source.js';
 import type { Collection } from '../storage/collection.js';
+import { timeseriesView } from '../storage/timeseries.js';
+import { insertMeasurement } from './timeseries/writes.js';
 import { Args } from './args.js';
 import { openCursor } from './cursors.js';
 import { MAX_BSON_OBJECT_SIZE, MAX_WRITE_BATCH_SIZE } from './handshake.js';
@@ -82,7 +84,9 @@ defineCommand({
     const ordered = args.boolean('ordered') ?? true;
     const docs = rawArgumentDocuments(ctx, 'documents');
     checkBatchSize(docs.length);
-    const collection = instance.collectionForWrite(op, db, name);
+    // A time-series collection (a view on its buckets) takes measurements instead.
+    const series = timeseriesView(instance.catalog, db, name);
+    const collection = series ? undefined : instance.collectionForWrite(op, db, name);
     const shared = sharesRequestMemory(docs);
     const writeErrors: ReturnType<typeof toWriteError>[] = [];
     let n = 0;
@@ -96,6 +100,11 @@ defineCommand({
           );
         }
         validateDocument(doc);
+        if (!collection) {
+          insertMeasurement(instance, op, series!, doc);
+          n++;
+          continue;
+        }
         const prepared = prepareForInsert(doc);
         instance.validateForWrite?.(collection, prepared.doc, args.boolean('bypassDocumentValidation') ?? false);
         // A view of a small request's buffer would pin memory shared with other data: copy it then.

@@ -11,6 +11,8 @@ import { DocNode, type Leaf } from '../query/update/tree.js';
 import { Args } from './args.js';
 import { checkBatchSize, rawArgumentDocuments, toWriteError, type WriteError } from './crud.js';
 import { defineCommand } from './registry.js';
+import { timeseriesView } from '../storage/timeseries.js';
+import { deleteMeasurements } from './timeseries/writes.js';
 import { requireObject, statementField } from './write-ops.js';
 
 const STATEMENT_FIELDS = new Set(['q', 'limit', 'hint', 'collation']);
@@ -43,7 +45,8 @@ defineCommand({
     checkBatchSize(statements.length);
     // The command parser checks every statement before any runs (errors fail the command).
     const parsed = statements.map((raw) => parseDeleteStatement(raw));
-    const collection = instance.catalog.collection(db, name); // a view fails here, as in mongod
+    const series = timeseriesView(instance.catalog, db, name);
+    const collection = series ? undefined : instance.catalog.collection(db, name); // a view fails here, as in mongod
     const writeErrors: WriteError[] = [];
     let n = 0;
     for (let i = 0; i < statements.length; i++) {
@@ -51,6 +54,10 @@ defineCommand({
         const { stmt, q, limit } = parsed[i];
         const hint = statementField(stmt, 'hint')?.promoted() as string | Record<string, unknown> | undefined;
         const filter = BSON.deserialize(q.bytes, promoted);
+        if (series) {
+          n += deleteMeasurements(instance, op, series, filter, limit);
+          continue;
+        }
         const pull = matchDocuments(collection, {
           filter,
           hint,

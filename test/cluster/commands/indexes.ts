@@ -10,6 +10,8 @@ import { serialize } from '../raw.js';
 import type { Collection } from '../storage/collection.js';
 import { normalizeCollation } from '../storage/collation.js';
 import { clusteredIndexListing, isClustered } from '../storage/clustered.js';
+import { timeseriesView } from '../storage/timeseries.js';
+import { createIndexesTimeseries, dropIndexesTimeseries, listIndexesTimeseries } from './timeseries/indexes.js';
 import { compareWithExisting, normalizeIndexSpec } from '../storage/index-spec.js';
 import type { IndexSpec } from '../storage/indexes.js';
 import { describeValue } from '../storage/keys.js';
@@ -37,9 +39,12 @@ function buildFailure(collection: Collection, e: unknown): unknown {
 
 defineCommand({
   name: 'createIndexes',
-  handler: ({ instance, body, db, op }) => {
+  handler: (ctx) => {
+    const { instance, body, db, op } = ctx;
     const args = new Args('createIndexes', body);
     const name = args.requiredString('createIndexes');
+    const series = timeseriesView(instance.catalog, db, name);
+    if (series) return createIndexesTimeseries(ctx, series);
     const requested = args.array('indexes');
     if (requested === undefined)
       throw new ServerError('IDLFailedToParse', "BSON field 'createIndexes.indexes' is missing but a required field");
@@ -123,9 +128,12 @@ function idIndexSpec(): IndexSpec {
 
 defineCommand({
   name: 'listIndexes',
-  handler: ({ instance, body, db }) => {
+  handler: (ctx) => {
+    const { instance, body, db } = ctx;
     const args = new Args('listIndexes', body);
     const name = args.requiredString('listIndexes');
+    const series = timeseriesView(instance.catalog, db, name);
+    if (series) return listIndexesTimeseries(ctx, series);
     if (instance.catalog.get(db, name)?.kind === 'view') throw viewError(db, name);
     const collection = instance.catalog.collection(db, name);
     if (!collection) throw new ServerError('NamespaceNotFound', `ns does not exist: ${db}.${name}`);
@@ -184,10 +192,13 @@ function indexesToDrop(collection: Collection, index: unknown): { specs: IndexSp
 defineCommand({
   name: 'dropIndexes',
   aliases: ['deleteIndexes'],
-  handler: ({ instance, body, db, op }) => {
+  handler: (ctx) => {
+    const { instance, body, db, op } = ctx;
     const command = Object.keys(body)[0];
     const args = new Args(command, body);
     const name = args.requiredString(command);
+    const series = timeseriesView(instance.catalog, db, name);
+    if (series && body.index !== undefined) return dropIndexesTimeseries(ctx, series, command);
     if (body.index === undefined)
       throw new ServerError('IDLFailedToParse', `BSON field '${command}.index' is missing but a required field`);
     if (instance.catalog.get(db, name)?.kind === 'view') throw viewError(db, name);

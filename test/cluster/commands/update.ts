@@ -12,6 +12,8 @@ import { DocNode, type Leaf } from '../query/update/tree.js';
 import { Args } from './args.js';
 import { checkBatchSize, rawArgumentDocuments, toWriteError, type WriteError } from './crud.js';
 import { defineCommand } from './registry.js';
+import { timeseriesView } from '../storage/timeseries.js';
+import { updateMeasurements } from './timeseries/writes.js';
 import { insertUpserted, requireObject, statementField, updateEntry, writeClock, type WriteTarget } from './write-ops.js';
 
 const STATEMENT_FIELDS = new Set(['q', 'u', 'upsert', 'multi', 'arrayFilters', 'hint', 'collation', 'c', 'sort', 'upsertSupplied']);
@@ -94,13 +96,20 @@ defineCommand({
     const statements = rawArgumentDocuments(ctx, 'updates');
     checkBatchSize(statements.length);
     for (const raw of statements) checkStatementShape(DocNode.parse(raw));
-    const existing = instance.catalog.collection(db, name); // a view fails here, as in mongod
+    const series = timeseriesView(instance.catalog, db, name);
+    const existing = series ? undefined : instance.catalog.collection(db, name); // a view fails here, as in mongod
     const writeErrors: WriteError[] = [];
     const upserted: { index: number; _id: unknown }[] = [];
     let n = 0;
     let nModified = 0;
     for (let i = 0; i < statements.length; i++) {
       try {
+        if (series) {
+          const counted = updateMeasurements(instance, op, series, statements[i], bypass, (raw) => parseUpdateStatement(raw, variables));
+          n += counted.n;
+          nModified += counted.nModified;
+          continue;
+        }
         const stmt = parseUpdateStatement(statements[i], variables);
         const collection = existing ?? instance.catalog.collection(db, name);
         const clock = writeClock(instance);

@@ -41,6 +41,8 @@ const ALLOWED_FIELDS = new Set([
   'wildcardProjection',
   'bucketSize',
   'clustered',
+  // A time-series buckets index keeps the user's specification (6.0+).
+  'originalSpec',
 ]);
 
 /** Options the `_id` index may carry. */

@@ -22,6 +22,7 @@ import {
   unwind,
 } from './stages.js';
 import { drain, pullFrom } from './row.js';
+import { unpackBuckets } from './unpack-bucket.js';
 
 /** Stages mingo runs one document at a time. */
 const PER_DOCUMENT = new Set(['$addFields', '$set', '$project', '$replaceRoot', '$replaceWith', '$redact']);
@@ -41,7 +42,7 @@ const BLOCKING = new Set([
 ]);
 /** Stages that must come first; the command sets them up as the source. */
 export const SOURCE_STAGES = new Set(['$collStats', '$changeStream', '$documents', '$indexStats']);
-const NATIVE = new Set(['$match', '$sort', '$limit', '$skip', '$sample', '$count', '$unwind', '$unset']);
+const NATIVE = new Set(['$match', '$sort', '$limit', '$skip', '$sample', '$count', '$unwind', '$unset', '$_internalUnpackBucket']);
 const UNSUPPORTED = new Set([
   '$out',
   '$merge',
@@ -125,6 +126,9 @@ export function buildPipeline(source: Pull, stages: unknown[], options: MingoOpt
         break;
       case '$unset':
         pull = project(pull, unsetFields(arg));
+        break;
+      case '$_internalUnpackBucket':
+        pull = unpackBuckets(pull, arg);
         break;
       case '$bucketAuto': {
         const spec = parseBucketAuto(arg);

@@ -190,7 +190,8 @@ function entriesOf(v: object): [string, unknown][] {
   return Object.entries(v);
 }
 
-function compareObjects(a: object, b: object): number {
+/** Objects field by field (type, then name, then value by `compare`: a collation's for its strings). */
+export function compareObjects(a: object, b: object, compare: (x: unknown, y: unknown) => number = compareValues): number {
   const ea = entriesOf(a);
   const eb = entriesOf(b);
   const n = Math.min(ea.length, eb.length);
@@ -199,18 +200,19 @@ function compareObjects(a: object, b: object): number {
     if (byType !== 0) return byType < 0 ? -1 : 1;
     const byName = compareStrings(ea[i][0], eb[i][0]);
     if (byName !== 0) return byName;
-    const byValue = compareValues(ea[i][1], eb[i][1]);
+    const byValue = compare(ea[i][1], eb[i][1]);
     if (byValue !== 0) return byValue;
   }
   return ea.length - eb.length < 0 ? -1 : ea.length > eb.length ? 1 : 0;
 }
 
-function compareArrays(a: unknown[], b: unknown[]): number {
+/** Arrays element by element (type, then value by `compare`). */
+export function compareArrays(a: unknown[], b: unknown[], compare: (x: unknown, y: unknown) => number = compareValues): number {
   const n = Math.min(a.length, b.length);
   for (let i = 0; i < n; i++) {
     const byType = typeRank(a[i]) - typeRank(b[i]);
     if (byType !== 0) return byType < 0 ? -1 : 1;
-    const byValue = compareValues(a[i], b[i]);
+    const byValue = compare(a[i], b[i]);
     if (byValue !== 0) return byValue;
   }
   return a.length < b.length ? -1 : a.length > b.length ? 1 : 0;

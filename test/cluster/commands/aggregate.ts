@@ -36,7 +36,7 @@ defineCommand({
       throw new ServerError('BadValue', `Expected non-negative batchSize, got ${String(batchSize)}`);
     }
     const read: CollectionRead = { finished: false };
-    const pull = aggregate(instance, db, target, pipeline, { variables: args.object('let'), read });
+    const pull = aggregate(instance, db, target, pipeline, { variables: args.object('let'), read, collation: body.collation });
     const ns = target === 1 ? `${db}.$cmd.aggregate` : `${db}.${target}`;
     const cursor = new PullCursor(
       ns,

@@ -9,6 +9,7 @@ import { compareValues } from '../bson-order.js';
 import { typed } from '../raw.js';
 import { canonicalKey } from '../storage/keys.js';
 import { matchDocuments } from '../query/find.js';
+import { Collation, comparatorOf } from '../collation/collation.js';
 import { aggregate, resolveNamespace } from '../query/aggregate/source.js';
 import { Args } from './args.js';
 import { defineCommand } from './registry.js';
@@ -30,7 +31,7 @@ defineCommand({
       if (skip > 0) stages.push({ $skip: skip });
       if (limit > 0) stages.push({ $limit: limit });
       stages.push({ $count: 'n' });
-      const row = aggregate(instance, db, name, stages)();
+      const row = aggregate(instance, db, name, stages, { collation: body.collation })();
       return { n: row ? (row.doc.n as number) : 0 };
     }
     const collection = resolved.collection;
@@ -40,7 +41,8 @@ defineCommand({
       n = Math.max(0, collection.count - skip);
     } else {
       n = 0;
-      const pull = matchDocuments(collection, { filter: query, hint, skip });
+      const collation = Collation.effective(body.collation, collection.options.collation);
+      const pull = matchDocuments(collection, { filter: query, hint, skip, collation });
       while ((limit === 0 || n < limit) && pull()) n++;
     }
     return { n: limit > 0 ? Math.min(n, limit) : n };
@@ -80,23 +82,35 @@ defineCommand({
     if (key.length === 0) throw new ServerError('BadValue', 'FieldPath cannot be constructed with empty string');
     const query = args.object('query') ?? {};
     const parts = key.split('.');
+    const resolved = resolveNamespace(instance, db, name);
+    const collation = resolved.isView ? undefined : Collation.effective(body.collation, resolved.collection?.options.collation);
+    const compare = comparatorOf(collation);
+    // Values equal under the collation are one value (the first met), as in mongod's distinct.
     const found = new Map<string, unknown>();
+    const collated: unknown[] = [];
     const collect = (raw: Buffer) => {
       const values: unknown[] = [];
       distinctValues(BSON.deserialize(raw, typed), parts, 0, values);
       for (const v of values) {
+        if (collation) {
+          if (!collated.some((seen) => compare(seen, v) === 0)) collated.push(v);
+          continue;
+        }
         const k = canonicalKey(v);
         if (!found.has(k)) found.set(k, v);
       }
     };
-    const resolved = resolveNamespace(instance, db, name);
     if (resolved.isView) {
-      const pull = aggregate(instance, db, name, [{ $match: query }]);
+      const pull = aggregate(instance, db, name, [{ $match: query }], { collation: body.collation });
       for (let row = pull(); row; row = pull()) collect(row.raw);
     } else {
-      const pull = matchDocuments(resolved.collection, { filter: query, hint: body.hint as string | Record<string, unknown> | undefined });
+      const pull = matchDocuments(resolved.collection, {
+        filter: query,
+        hint: body.hint as string | Record<string, unknown> | undefined,
+        collation,
+      });
       for (let m = pull(); m; m = pull()) collect(m.entry.raw);
     }
-    return { values: [...found.values()].sort(compareValues) };
+    return { values: (collation ? collated : [...found.values()]).sort(compare) };
   },
 });

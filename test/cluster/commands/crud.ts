@@ -11,6 +11,7 @@ import { parseProjection } from '../query/projection.js';
 import { type CollectionRead, aggregate, resolveNamespace } from '../query/aggregate/source.js';
 import type { Collection } from '../storage/collection.js';
 import { timeseriesView } from '../storage/timeseries.js';
+import { Collation } from '../collation/collation.js';
 import { insertMeasurement } from './timeseries/writes.js';
 import { Args } from './args.js';
 import { openCursor } from './cursors.js';
@@ -171,7 +172,7 @@ defineCommand({
       if (limit) stages.push({ $limit: limit });
       if (projection && Object.keys(projection).length > 0) stages.push({ $project: projection });
       const read: CollectionRead = { finished: false };
-      const pull = aggregate(instance, db, name, stages, { variables, read });
+      const pull = aggregate(instance, db, name, stages, { variables, read, collation: body.collation });
       const restore = collectionRestore(read.collection, () => !read.finished);
       return openCursor(instance, new PullCursor(ns, () => pull()?.raw, 0, restore), batching);
     }
@@ -179,7 +180,8 @@ defineCommand({
     if (args.boolean('tailable') && !collection?.capped) {
       throw new ServerError('BadValue', `error processing query: ns=${ns} tailable cursor requested on non capped collection`);
     }
-    const spec = { filter, sort, hint, skip, min: args.object('min'), max: args.object('max'), variables };
+    const collation = Collation.effective(body.collation, collection?.options.collation);
+    const spec = { filter, sort, hint, skip, min: args.object('min'), max: args.object('max'), variables, collation };
     let pull: () => Buffer | undefined;
     if (args.boolean('returnKey') || args.boolean('showRecordId')) {
       const matches = matchDocuments(collection, spec);

@@ -12,6 +12,7 @@ import { Args } from './args.js';
 import { checkBatchSize, rawArgumentDocuments, toWriteError, type WriteError } from './crud.js';
 import { defineCommand } from './registry.js';
 import { timeseriesView } from '../storage/timeseries.js';
+import { Collation } from '../collation/collation.js';
 import { deleteMeasurements } from './timeseries/writes.js';
 import { requireObject, statementField } from './write-ops.js';
 
@@ -58,11 +59,8 @@ defineCommand({
           n += deleteMeasurements(instance, op, series, filter, limit);
           continue;
         }
-        const pull = matchDocuments(collection, {
-          filter,
-          hint,
-          variables,
-        });
+        const collation = Collation.effective(statementField(stmt, 'collation')?.promoted(), collection?.options.collation);
+        const pull = matchDocuments(collection, { filter, hint, variables, collation });
         const doomed: DocEntry[] = [];
         for (let m = pull(); m; m = pull()) {
           doomed.push(m.entry);

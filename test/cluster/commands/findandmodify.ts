@@ -7,6 +7,7 @@
 import { ServerError } from '../errors.js';
 import { RawDoc } from '../raw.js';
 import { matchDocuments } from '../query/find.js';
+import { Collation } from '../collation/collation.js';
 import { parseProjection } from '../query/projection.js';
 import { CompiledUpdate } from '../query/update/compile.js';
 import { DocNode, toLeaf } from '../query/update/tree.js';
@@ -57,6 +58,7 @@ defineCommand({
       sort: args.object('sort'),
       hint: body.hint as string | Record<string, unknown> | undefined,
       variables,
+      collation: Collation.effective(body.collation, collection?.options.collation),
     })();
 
     if (remove) {

@@ -13,6 +13,7 @@ import { Args } from './args.js';
 import { checkBatchSize, rawArgumentDocuments, toWriteError, type WriteError } from './crud.js';
 import { defineCommand } from './registry.js';
 import { timeseriesView } from '../storage/timeseries.js';
+import { Collation } from '../collation/collation.js';
 import { updateMeasurements } from './timeseries/writes.js';
 import { insertUpserted, requireObject, statementField, updateEntry, writeClock, type WriteTarget } from './write-ops.js';
 
@@ -27,6 +28,8 @@ export interface UpdateStatement {
   multi: boolean;
   hint?: string | Record<string, unknown>;
   sort?: Record<string, unknown>;
+  /** The statement's `collation` as sent (undefined: the collection's default). */
+  collation?: unknown;
 }
 
 function decode(leaf: Leaf | undefined): unknown {
@@ -81,6 +84,7 @@ export function parseUpdateStatement(raw: Buffer, variables: Record<string, unkn
     multi,
     hint,
     sort: decode(statementField(stmt, 'sort')) as Record<string, unknown> | undefined,
+    collation: decode(statementField(stmt, 'collation')),
   };
 }
 
@@ -113,7 +117,8 @@ defineCommand({
         const stmt = parseUpdateStatement(statements[i], variables);
         const collection = existing ?? instance.catalog.collection(db, name);
         const clock = writeClock(instance);
-        const pull = matchDocuments(collection, { filter: stmt.filter, hint: stmt.hint, sort: stmt.sort, variables });
+        const collation = Collation.effective(stmt.collation, collection?.options.collation);
+        const pull = matchDocuments(collection, { filter: stmt.filter, hint: stmt.hint, sort: stmt.sort, variables, collation });
         const targets: Match[] = [];
         for (let m = pull(); m; m = pull()) {
           targets.push(m);

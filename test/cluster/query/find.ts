@@ -6,11 +6,11 @@
  * raw unless a filter, sort or projection needs their values.
  */
 import { BSON } from 'bson';
-import { Query } from 'mingo';
 import { ServerError } from '../errors.js';
 import type { Collection, DocEntry } from '../storage/collection.js';
 import type { Index } from '../storage/indexes.js';
-import { compareValues } from '../bson-order.js';
+import { Collation, comparatorOf, isCollatable } from '../collation/collation.js';
+import { compileFilter } from '../collation/query.js';
 import { promoted } from '../raw.js';
 import { parseProjection } from './projection.js';
 import { parseSort, sortByKeys } from './sort.js';
@@ -29,6 +29,11 @@ export interface MatchSpec {
   max?: Record<string, unknown>;
   /** Variables for `$expr` (`let`). */
   variables?: Record<string, unknown>;
+  /**
+   * The collation the operation runs under (its own or the collection's default; undefined for the
+   * simple one): filters, sorts and `_id` lookups follow it.
+   */
+  collation?: Collation;
 }
 
 export interface FindSpec extends MatchSpec {
@@ -90,7 +95,7 @@ function idEquality(filter: Record<string, unknown> | undefined): { value: unkno
  * order. Undefined when it is not that shape, or a value is a regex or an array (those match by
  * more than equality: scanned instead).
  */
-function idSet(filter: Record<string, unknown> | undefined): unknown[] | undefined {
+function idSet(filter: Record<string, unknown> | undefined, compare: (a: unknown, b: unknown) => number): unknown[] | undefined {
   const v = filter?._id;
   if (!isOperatorObject(v)) return undefined;
   const operators = Object.keys(v as object);
@@ -98,18 +103,23 @@ function idSet(filter: Record<string, unknown> | undefined): unknown[] | undefin
   if (operators.length !== 1 || operators[0] !== '$in' || !Array.isArray(values)) return undefined;
   if (values.some((x) => Array.isArray(x) || x instanceof RegExp || (x as { _bsontype?: string })?._bsontype === 'BSONRegExp'))
     return undefined;
-  const sorted = [...values].sort(compareValues);
-  return sorted.filter((x, i) => i === 0 || compareValues(sorted[i - 1], x) !== 0);
+  const sorted = [...values].sort(compare);
+  return sorted.filter((x, i) => i === 0 || compare(sorted[i - 1], x) !== 0);
 }
 
-/** min/max values in the hinted index's key order; mongod requires the same fields in order. */
-function boundTuple(index: Index, bound: Record<string, unknown> | undefined): unknown[] | undefined {
+/**
+ * min/max values in the hinted index's key order; mongod requires the same fields in order, and,
+ * when the index's collation is not the query's, no value a collation compares
+ * (query_planner.cpp, indexCompatibleMaxMin).
+ */
+function boundTuple(index: Index, bound: Record<string, unknown> | undefined, collation: Collation | undefined): unknown[] | undefined {
   if (!bound) return undefined;
   const names = Object.keys(bound);
-  if (names.length !== index.fields.length || names.some((n, i) => n !== index.fields[i].path)) {
-    throw new ServerError(51174, 'The index chosen is not compatible with min/max');
-  }
-  return names.map((n) => bound[n]);
+  const incompatible = () => new ServerError(51174, 'The index chosen is not compatible with min/max');
+  if (names.length !== index.fields.length || names.some((n, i) => n !== index.fields[i].path)) throw incompatible();
+  const values = names.map((n) => bound[n]);
+  if (Collation.of(index.spec.collation) !== collation && values.some(isCollatable)) throw incompatible();
+  return values;
 }
 
 function* decoded(collection: Collection): Iterable<[DocEntry, Record<string, unknown>]> {
@@ -135,6 +145,10 @@ export function matchDocuments(collection: Collection | undefined, spec: MatchSp
     throw new ServerError(51174, 'The index chosen is not compatible with min/max');
   }
 
+  // The _id index (and its lookups) serves the query only under the collection's own collation.
+  const idOrderIsQueryOrder = spec.collation === Collation.of(collection.options.collation);
+  const compare = comparatorOf(spec.collation);
+
   // The scan: natural order unless a sort or hint says otherwise.
   let scan: ScanOptions = { order: 'natural', direction: 1 };
   let indexScan: Index | undefined;
@@ -143,8 +157,8 @@ export function matchDocuments(collection: Collection | undefined, spec: MatchSp
   if (hinted && 'natural' in hinted) {
     scan = { order: 'natural', direction: hinted.natural };
   } else if (hinted && hinted.name === '_id_') {
-    const min = boundTuple(hinted, spec.min);
-    const max = boundTuple(hinted, spec.max);
+    const min = boundTuple(hinted, spec.min, spec.collation);
+    const max = boundTuple(hinted, spec.max, spec.collation);
     scan = { order: 'id', direction: 1, min: min?.[0], max: max?.[0] };
   } else if (hinted) {
     indexScan = hinted as Index;
@@ -153,15 +167,21 @@ export function matchDocuments(collection: Collection | undefined, spec: MatchSp
     const direction = Number(sortSpec!.$natural) < 0 ? -1 : 1;
     if (!hinted || 'natural' in hinted) scan = { order: 'natural', direction };
     sortFields = [];
-  } else if (sortFields.length === 1 && sortFields[0].path === '_id' && !indexScan && !(hinted && 'natural' in hinted)) {
+  } else if (
+    sortFields.length === 1 &&
+    sortFields[0].path === '_id' &&
+    !indexScan &&
+    !(hinted && 'natural' in hinted) &&
+    idOrderIsQueryOrder
+  ) {
     scan = { ...scan, order: 'id', direction: sortFields[0].direction };
     sortFields = [];
   }
 
   // Candidate entries: a point lookup for `{_id: v}`, the hinted index's order, or the scan.
   let next: () => Match | undefined;
-  const point = !hinted ? idEquality(filter) : undefined;
-  const points = !hinted && !point && !naturalSort ? idSet(filter) : undefined;
+  const point = !hinted && idOrderIsQueryOrder ? idEquality(filter) : undefined;
+  const points = !hinted && !point && !naturalSort && idOrderIsQueryOrder ? idSet(filter, collection.compareIds) : undefined;
   if (point) {
     let entry = collection.get(point.value);
     next = () => {
@@ -181,7 +201,10 @@ export function matchDocuments(collection: Collection | undefined, spec: MatchSp
       return undefined;
     };
   } else if (indexScan) {
-    const ordered = indexScan.scan(decoded(collection), { min: boundTuple(indexScan, spec.min), max: boundTuple(indexScan, spec.max) });
+    const ordered = indexScan.scan(decoded(collection), {
+      min: boundTuple(indexScan, spec.min, spec.collation),
+      max: boundTuple(indexScan, spec.max, spec.collation),
+    });
     let i = 0;
     next = () => ordered[i++];
   } else {
@@ -192,7 +215,7 @@ export function matchDocuments(collection: Collection | undefined, spec: MatchSp
     };
   }
 
-  const query = filter ? new Query(filter, { variables: spec.variables, scriptEnabled: false }) : undefined;
+  const query = filter ? compileFilter(filter, spec.collation, { variables: spec.variables, scriptEnabled: false }) : undefined;
   const matches = (m: Match): boolean => {
     if (!query) return true;
     m.doc ??= BSON.deserialize(m.entry.raw, promoted);
@@ -204,7 +227,7 @@ export function matchDocuments(collection: Collection | undefined, spec: MatchSp
     // Blocking sort: collect every match, then order (stable: ties keep scan order).
     const all: Match[] = [];
     for (let m = next(); m; m = next()) if (matches(m)) all.push(m);
-    const sorted = sortByKeys(all, (m) => (m.doc ??= BSON.deserialize(m.entry.raw, promoted)), sortFields);
+    const sorted = sortByKeys(all, (m) => (m.doc ??= BSON.deserialize(m.entry.raw, promoted)), sortFields, compare);
     let i = Math.min(skip, sorted.length);
     return () => sorted[i++];
   }

@@ -4,7 +4,6 @@
  * from the last key they returned, so documents written between batches never break them.
  */
 import type { Collection, DocEntry } from '../storage/collection.js';
-import { compareValues } from '../bson-order.js';
 
 export interface ScanOptions {
   order: 'id' | 'natural';
@@ -37,8 +36,8 @@ export function scanCollection(collection: Collection, scanOptions: ScanOptions)
         const start = last ? last.key : hasMin ? options.min : undefined;
         const iterator = start === undefined ? tree.entries() : tree.entries(start);
         for (const [key, entry] of iterator) {
-          if (last && compareValues(key, last.key) <= 0) continue;
-          if (hasMax && compareValues(key, options.max) >= 0) {
+          if (last && collection.compareIds(key, last.key) <= 0) continue;
+          if (hasMax && collection.compareIds(key, options.max) >= 0) {
             done = true;
             break;
           }
@@ -49,9 +48,9 @@ export function scanCollection(collection: Collection, scanOptions: ScanOptions)
         const start = last ? last.key : undefined;
         const iterator = start === undefined ? tree.entriesReversed() : tree.entriesReversed(start);
         for (const [key, entry] of iterator) {
-          if (last && compareValues(key, last.key) >= 0) continue;
-          if (hasMax && compareValues(key, options.max) >= 0) continue;
-          if (hasMin && compareValues(key, options.min) < 0) {
+          if (last && collection.compareIds(key, last.key) >= 0) continue;
+          if (hasMax && collection.compareIds(key, options.max) >= 0) continue;
+          if (hasMin && collection.compareIds(key, options.min) < 0) {
             done = true;
             break;
           }

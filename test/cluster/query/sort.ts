@@ -55,28 +55,34 @@ function sortValues(value: unknown, parts: string[], at: number, out: unknown[])
   sortValues((value as Record<string, unknown>)[parts[at]], parts, at + 1, out);
 }
 
-function compareKeys(a: unknown, b: unknown): number {
+/** Value comparison (the simple order, or a collation's). */
+type Compare = (a: unknown, b: unknown) => number;
+
+function compareKeys(a: unknown, b: unknown, compare: Compare): number {
   if (a === EMPTY_ARRAY || b === EMPTY_ARRAY) return a === b ? 0 : a === EMPTY_ARRAY ? -1 : 1;
-  return compareValues(a, b);
+  return compare(a, b);
 }
 
 /** The key a document sorts by on one field (smallest value ascending, largest descending). */
-export function sortKey(doc: Record<string, unknown>, field: SortField): unknown {
+export function sortKey(doc: Record<string, unknown>, field: SortField, compare: Compare = compareValues): unknown {
   const values: unknown[] = [];
   sortValues(doc, field.path.split('.'), 0, values);
   if (values.length === 0) return null;
   let best = values[0];
   for (let i = 1; i < values.length; i++) {
-    if (compareKeys(values[i], best) * field.direction < 0) best = values[i];
+    if (compareKeys(values[i], best, compare) * field.direction < 0) best = values[i];
   }
   return best;
 }
 
 /** A comparator over promoted documents for a parsed sort. */
-export function documentComparator(fields: SortField[]): (a: Record<string, unknown>, b: Record<string, unknown>) => number {
+export function documentComparator(
+  fields: SortField[],
+  compare: Compare = compareValues,
+): (a: Record<string, unknown>, b: Record<string, unknown>) => number {
   return (a, b) => {
     for (const field of fields) {
-      const c = compareKeys(sortKey(a, field), sortKey(b, field));
+      const c = compareKeys(sortKey(a, field, compare), sortKey(b, field, compare), compare);
       if (c !== 0) return c * field.direction;
     }
     return 0;
@@ -84,11 +90,16 @@ export function documentComparator(fields: SortField[]): (a: Record<string, unkn
 }
 
 /** Sorts items by precomputed keys (documents decoded once, keys extracted once). */
-export function sortByKeys<T>(items: T[], docOf: (item: T) => Record<string, unknown>, fields: SortField[]): T[] {
-  const keyed = items.map((item, i) => ({ item, i, keys: fields.map((f) => sortKey(docOf(item), f)) }));
+export function sortByKeys<T>(
+  items: T[],
+  docOf: (item: T) => Record<string, unknown>,
+  fields: SortField[],
+  compare: Compare = compareValues,
+): T[] {
+  const keyed = items.map((item, i) => ({ item, i, keys: fields.map((f) => sortKey(docOf(item), f, compare)) }));
   keyed.sort((x, y) => {
     for (let k = 0; k < fields.length; k++) {
-      const c = compareKeys(x.keys[k], y.keys[k]);
+      const c = compareKeys(x.keys[k], y.keys[k], compare);
       if (c !== 0) return c * fields[k].direction;
     }
     return x.i - y.i;

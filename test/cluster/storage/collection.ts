@@ -5,7 +5,7 @@
  */
 import sortedBtree from 'sorted-btree';
 import { BSON, UUID } from 'bson';
-import { compareValues } from '../bson-order.js';
+import { Collation, comparatorOf } from '../collation/collation.js';
 import { ServerError } from '../errors.js';
 import { describeKey } from './keys.js';
 import { Index, type IndexSpec } from './indexes.js';
@@ -38,7 +38,13 @@ const BTreeClass = sortedBtree.default;
 
 export class Collection {
   readonly kind = 'collection' as const;
-  readonly byId = new BTreeClass<unknown, DocEntry>(undefined, compareValues);
+  /**
+   * Documents by `_id`, in the order of the `_id` index: its collation is the collection's default,
+   * so with one, `_id` strings equal under it are one key (as mongod's unique `_id` index has it).
+   */
+  readonly byId: InstanceType<typeof BTreeClass<unknown, DocEntry>>;
+  /** How this collection's `_id`s compare (the simple order, or the default collation's). */
+  readonly compareIds: (a: unknown, b: unknown) => number;
   readonly byRid = new BTreeClass<number, DocEntry>();
   readonly indexes: Index[] = [];
   private nextRid = 1;
@@ -57,6 +63,8 @@ export class Collection {
     public options: CollectionOptions,
     readonly uuid: UUID = new UUID(),
   ) {
+    this.compareIds = comparatorOf(Collation.of(options.collation));
+    this.byId = new BTreeClass<unknown, DocEntry>(undefined, this.compareIds);
     // The _id index carries the collection's default collation, as listIndexes shows it.
     const idSpec: IndexSpec = { v: 2, key: { _id: 1 }, name: '_id_' };
     if (options.collation) idSpec.collation = options.collation;

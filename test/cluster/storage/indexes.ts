@@ -7,7 +7,8 @@
  */
 import { Query } from 'mingo';
 import { ServerError } from '../errors.js';
-import { compareValues } from '../bson-order.js';
+import sortedBtree from 'sorted-btree';
+import { Collation, comparatorOf } from '../collation/collation.js';
 import { canonicalKey, describeKey } from './keys.js';
 import type { DocEntry } from './collection.js';
 import { pathMeetsArray } from '../raw.js';
@@ -101,9 +102,71 @@ function keyValues(doc: unknown, path: string): { values: unknown[]; array: stri
   return { values, array, missing: false };
 }
 
+/**
+ * The document holding each key of a unique index. Under the simple collation keys are their
+ * canonical strings in a Map; under a collation, equal keys need not be equal strings, so they
+ * are tuples in a B+tree ordered by the collation.
+ */
+interface KeyOwners {
+  get(key: IndexKey): DocEntry | undefined;
+  set(key: IndexKey, entry: DocEntry): void;
+  delete(key: IndexKey): void;
+  /** A copy whose changes stay private (a transaction's fork). */
+  fork(): KeyOwners;
+}
+
+class CanonicalOwners implements KeyOwners {
+  constructor(private readonly map = new Map<string, DocEntry>()) {}
+  get(key: IndexKey): DocEntry | undefined {
+    return this.map.get(key.canonical);
+  }
+  set(key: IndexKey, entry: DocEntry): void {
+    this.map.set(key.canonical, entry);
+  }
+  delete(key: IndexKey): void {
+    this.map.delete(key.canonical);
+  }
+  fork(): KeyOwners {
+    return new CanonicalOwners(new Map(this.map));
+  }
+}
+
+// sorted-btree is CommonJS: under NodeNext its class is the `default` of the module object.
+const BTreeClass = sortedBtree.default;
+
+class CollatedOwners implements KeyOwners {
+  constructor(private readonly tree: InstanceType<typeof BTreeClass<unknown[], DocEntry>>) {}
+  static create(compare: (a: unknown, b: unknown) => number): CollatedOwners {
+    return new CollatedOwners(
+      new BTreeClass<unknown[], DocEntry>(undefined, (x, y) => {
+        for (let i = 0; i < x.length; i++) {
+          const c = compare(x[i], y[i]);
+          if (c !== 0) return c;
+        }
+        return 0;
+      }),
+    );
+  }
+  get(key: IndexKey): DocEntry | undefined {
+    return this.tree.get(key.tuple);
+  }
+  set(key: IndexKey, entry: DocEntry): void {
+    this.tree.set(key.tuple, entry);
+  }
+  delete(key: IndexKey): void {
+    this.tree.delete(key.tuple);
+  }
+  fork(): KeyOwners {
+    return new CollatedOwners(this.tree.clone());
+  }
+}
+
 export class Index {
-  /** canonical key tuple → the document holding it; only for unique / prepareUnique indexes. */
-  private owners: Map<string, DocEntry> | undefined;
+  /** key → the document holding it; only for unique / prepareUnique indexes. */
+  private owners: KeyOwners | undefined;
+  /** How key values compare: the simple order, or the index's collation. */
+  readonly compareValue: (a: unknown, b: unknown) => number;
+  private readonly collated: boolean;
   private partial: Query | undefined;
   /**
    * The key paths that arrays can make refuse a document, as UTF-8 names (see `keyMeetsArray`).
@@ -118,6 +181,9 @@ export class Index {
     private readonly owner: { readonly ns: string },
   ) {
     this.fields = keyFields(spec.key);
+    const collation = Collation.of(spec.collation);
+    this.collated = collation !== undefined;
+    this.compareValue = comparatorOf(collation);
     this.configure();
   }
 
@@ -129,7 +195,16 @@ export class Index {
   configure(): void {
     this.partial = this.spec.partialFilterExpression ? new Query(this.spec.partialFilterExpression) : undefined;
     if (!this.enforcesUniqueness()) this.owners = undefined;
-    else this.owners ??= new Map();
+    else this.owners ??= this.newOwners();
+  }
+
+  private newOwners(): KeyOwners {
+    return this.collated ? CollatedOwners.create(this.compareValue) : new CanonicalOwners();
+  }
+
+  /** This index's unique-key map for a transaction's fork (its writes stay private). */
+  forkOwners(): KeyOwners | undefined {
+    return this.owners?.fork();
   }
 
   enforcesUniqueness(): boolean {
@@ -248,20 +323,20 @@ export class Index {
       return;
     }
     for (const key of this.keysOf(doc)) {
-      const owner = this.owners.get(key.canonical);
+      const owner = this.owners.get(key);
       if (owner && owner.rid !== entry.rid) throw this.duplicateKeyError(key.value);
     }
   }
 
   add(entry: DocEntry, doc: Record<string, unknown>): void {
     if (!this.owners) return;
-    for (const key of this.keysOf(doc)) this.owners.set(key.canonical, entry);
+    for (const key of this.keysOf(doc)) this.owners.set(key, entry);
   }
 
   remove(entry: DocEntry, doc: Record<string, unknown>): void {
     if (!this.owners) return;
     for (const key of this.keysOf(doc)) {
-      if (this.owners.get(key.canonical)?.rid === entry.rid) this.owners.delete(key.canonical);
+      if (this.owners.get(key)?.rid === entry.rid) this.owners.delete(key);
     }
   }
 
@@ -272,7 +347,7 @@ export class Index {
    * duplicates yet must refuse new ones (a unique build that collides is discarded by its caller).
    */
   rebuild(docs: Iterable<[DocEntry, Record<string, unknown>]>): Record<string, unknown>[] {
-    const owners = new Map<string, DocEntry>();
+    const owners = this.newOwners();
     const collisions: Record<string, unknown>[] = [];
     if (!this.enforcesUniqueness()) {
       for (const [, doc] of docs) this.checkKeys(doc);
@@ -280,9 +355,9 @@ export class Index {
     }
     for (const [entry, doc] of docs) {
       for (const key of this.keysOf(doc)) {
-        const owner = owners.get(key.canonical);
+        const owner = owners.get(key);
         if (owner && owner.rid !== entry.rid) collisions.push(key.value);
-        else owners.set(key.canonical, entry);
+        else owners.set(key, entry);
       }
     }
     if (this.enforcesUniqueness()) this.owners = owners;
@@ -292,7 +367,7 @@ export class Index {
   /** Compares two key tuples in this index's order (descending fields reversed). */
   compareTuples(a: unknown[], b: unknown[]): number {
     for (let i = 0; i < this.fields.length; i++) {
-      const c = compareValues(a[i], b[i]);
+      const c = this.compareValue(a[i], b[i]);
       if (c !== 0) return this.fields[i].kind === 'descending' ? -c : c;
     }
     return 0;

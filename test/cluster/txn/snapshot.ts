@@ -25,9 +25,8 @@ export function forkCollection(live: Collection): Collection {
 
 function forkIndex(index: Index): Index {
   const fork = Object.create(index) as Index;
-  // The unique-key map is the only state an index changes on writes (private to Index).
-  const owners = (index as unknown as { owners?: Map<string, unknown> }).owners;
-  Object.assign(fork as object, { owners: owners ? new Map(owners) : undefined });
+  // The unique-key map is the only state an index changes on writes.
+  Object.assign(fork as object, { owners: index.forkOwners() });
   return fork;
 }
 

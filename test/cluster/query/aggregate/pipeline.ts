@@ -107,7 +107,7 @@ export function buildPipeline(source: Pull, stages: unknown[], options: MingoOpt
         pull = match(pull, arg, options);
         break;
       case '$sort':
-        pull = sort(pull, arg);
+        pull = sort(pull, arg, options);
         break;
       case '$limit':
         pull = limit(pull, arg);

@@ -12,7 +12,8 @@ import { collectionStorageStats } from '../../storage/stats.js';
 import { matchDocuments } from '../find.js';
 import { buildPipeline, checkPipeline, stageOf } from './pipeline.js';
 import { type Pull, Row, pullFrom } from './row.js';
-import { sampleOf, sampleSize } from './stages.js';
+import { type MingoOptions, sampleOf, sampleSize } from './stages.js';
+import { Collation } from '../../collation/collation.js';
 
 /** A namespace resolved through views: the collection underneath and the view stages to run first. */
 export interface ResolvedNamespace {
@@ -46,6 +47,8 @@ export function resolveNamespace(instance: Instance, db: string, name: string): 
 
 export interface AggregationOptions {
   variables?: Record<string, unknown>;
+  /** The command's `collation` (as sent); undefined: the collection's or view's default. */
+  collation?: unknown;
   /** Told which collection the pipeline reads and when it has read all of it (cursor restore). */
   read?: CollectionRead;
 }
@@ -104,6 +107,26 @@ function indexStats(instance: Instance, collection: Collection | undefined): Row
   );
 }
 
+/**
+ * The collation a pipeline runs under: the command's, else the collection's default; on a view
+ * the view's own, which a command may not override (mongod: OptionNotSupportedOnView).
+ */
+function effectiveCollation(
+  instance: Instance,
+  db: string,
+  target: string,
+  resolved: ResolvedNamespace,
+  requested: unknown,
+): Collation | undefined {
+  if (!resolved.isView) return Collation.effective(requested, resolved.collection?.options.collation);
+  const view = instance.catalog.get(db, target);
+  const viewDefault = Collation.of(view?.kind === 'view' ? view.collation : undefined);
+  if (requested !== undefined && Collation.effective(requested, undefined) !== viewDefault) {
+    throw new ServerError('OptionNotSupportedOnView', "Cannot override a view's default collation");
+  }
+  return viewDefault;
+}
+
 /** Every document of a collection as rows, natural order. */
 function scanRows(collection: Collection | undefined): Pull {
   const pull = matchDocuments(collection, {});
@@ -119,7 +142,7 @@ function scanRows(collection: Collection | undefined): Pull {
  */
 export function aggregate(instance: Instance, db: string, target: string | 1, pipeline: unknown[], options: AggregationOptions = {}): Pull {
   checkPipeline(pipeline);
-  const mingo = {
+  const mingo: MingoOptions = {
     variables: options.variables,
     collectionResolver: (name: string) => {
       const rows: Record<string, unknown>[] = [];
@@ -144,6 +167,7 @@ export function aggregate(instance: Instance, db: string, target: string | 1, pi
 
   const resolved = resolveNamespace(instance, db, target);
   const collection = resolved.collection;
+  mingo.collation = effectiveCollation(instance, db, target, resolved, options.collation);
   if (firstName === '$collStats') {
     if (resolved.isView) throw new ServerError('CommandNotSupportedOnView', `Namespace ${db}.${target} is a view, not a collection`);
     return buildPipeline(pullFrom([collStats(instance, db, target, collection, firstArg)]), pipeline.slice(1), mingo);
@@ -168,7 +192,12 @@ export function aggregate(instance: Instance, db: string, target: string | 1, pi
     // The scan plans the first $match (and a $sort right after it) like a find.
     const [nextName, nextArg] = stages.length > 1 ? stageOf(stages[1]) : ['', undefined];
     const sortSpec = nextName === '$sort' ? (nextArg as Record<string, unknown>) : undefined;
-    const pull = matchDocuments(collection, { filter: leadArg as Record<string, unknown>, sort: sortSpec, variables: options.variables });
+    const pull = matchDocuments(collection, {
+      filter: leadArg as Record<string, unknown>,
+      sort: sortSpec,
+      variables: options.variables,
+      collation: mingo.collation,
+    });
     source = () => {
       const m = pull();
       return m && Row.fromRaw(m.entry.raw, m.doc);

@@ -4,7 +4,10 @@
  * `$project`/`$unset` when they only include or exclude fields. Everything else is mingo's
  * (`perDocument` for stages that map one document to at most one, `blocking` for the rest).
  */
-import { Aggregator, Query } from 'mingo';
+import { Aggregator } from 'mingo';
+import type { CollationSpec } from 'mingo/types';
+import { type Collation, comparatorOf } from '../../collation/collation.js';
+import { compileFilter } from '../../collation/query.js';
 import { Long } from 'bson';
 import { ServerError } from '../../errors.js';
 import { bsonTypeName } from '../../commands/args.js';
@@ -17,31 +20,38 @@ import { drain, type Pull, pullFrom, Row } from './row.js';
 export interface MingoOptions {
   variables?: Record<string, unknown>;
   collectionResolver?: (name: string) => Record<string, unknown>[];
+  /** The pipeline's collation (undefined: simple): `$match` and `$sort` compare strings by it. */
+  collation?: Collation;
 }
 
 function mingoOptions(options: MingoOptions) {
-  return { variables: options.variables, collectionResolver: options.collectionResolver, scriptEnabled: false };
+  return {
+    variables: options.variables,
+    collectionResolver: options.collectionResolver,
+    scriptEnabled: false,
+    ...(options.collation ? { collation: options.collation.spec as unknown as CollationSpec } : {}),
+  };
 }
 
 export function match(input: Pull, filter: unknown, options: MingoOptions): Pull {
   if (filter === null || typeof filter !== 'object' || Array.isArray(filter)) {
     throw new ServerError(15959, 'the match filter must be an expression in an object');
   }
-  const query = new Query(filter as Record<string, unknown>, mingoOptions(options));
+  const query = compileFilter(filter as Record<string, unknown>, options.collation, mingoOptions(options));
   return () => {
     for (let row = input(); row; row = input()) if (query.test(row.doc)) return row;
     return undefined;
   };
 }
 
-export function sort(input: Pull, spec: unknown): Pull {
+export function sort(input: Pull, spec: unknown, options: MingoOptions = {}): Pull {
   if (spec === null || typeof spec !== 'object' || Array.isArray(spec)) {
     throw new ServerError(15973, 'the $sort key specification must be an object');
   }
   const fields = parseSort(spec as Record<string, unknown>);
   if (Object.keys(spec).length === 0) throw new ServerError(15976, '$sort stage must have at least one sort key');
   let sorted: Pull | undefined;
-  return () => (sorted ??= pullFrom(sortByKeys(drain(input), (r) => r.doc, fields)))();
+  return () => (sorted ??= pullFrom(sortByKeys(drain(input), (r) => r.doc, fields, comparatorOf(options.collation))))();
 }
 
 function count(name: string, arg: unknown, code: number, message: string): number {

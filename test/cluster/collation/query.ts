@@ -1,0 +1,127 @@
+/**
+ * Filters evaluated under a collation. mingo compares strings in code-unit order and applies a
+ * collation only to `$sort`; under a collation mongod compares strings by it in `$eq`, `$ne`,
+ * `$gt`, `$gte`, `$lt`, `$lte`, `$in`, `$nin` and `$all` (regular expressions, `$type`,
+ * `$exists`... ignore it). So a collated query runs with mingo's own operators for everything
+ * but those, which are replaced by versions that compare through the collation. The operators
+ * keep mingo's matching rules (arrays match by any element; comparisons only within one type).
+ * The simple collation keeps mingo's `Query` untouched.
+ */
+import { Query as MingoQuery } from 'mingo';
+import { Query as QueryBase } from 'mingo/query';
+import { Context } from 'mingo';
+import * as accumulatorOperators from 'mingo/operators/accumulator';
+import * as expressionOperators from 'mingo/operators/expression';
+import * as pipelineOperators from 'mingo/operators/pipeline';
+import * as projectionOperators from 'mingo/operators/projection';
+import * as queryOperators from 'mingo/operators/query';
+import * as windowOperators from 'mingo/operators/window';
+import { resolve } from 'mingo/util';
+import { typeRank } from '../bson-order.js';
+import type { Collation } from './collation.js';
+
+type QueryOperator = (selector: string, value: unknown, options: unknown) => (doc: unknown) => boolean;
+
+function isNil(v: unknown): boolean {
+  return v === null || v === undefined;
+}
+
+function isRegExp(v: unknown): v is RegExp {
+  return v instanceof RegExp;
+}
+
+function flatten(values: unknown[], depth: number): unknown[] {
+  const out: unknown[] = [];
+  const walk = (items: unknown[], n: number) => {
+    for (const item of items) {
+      if (Array.isArray(item) && n !== 0) walk(item, Math.max(-1, n - 1));
+      else out.push(item);
+    }
+  };
+  walk(values, depth);
+  return out;
+}
+
+/** Builds a query operator from a predicate on the resolved value, as mingo's processQuery does. */
+function operator(test: (lhs: unknown, rhs: unknown, depth: number) => boolean): QueryOperator {
+  return (selector, value) => {
+    const depth = selector.split('.').length - 1;
+    return (doc) => test(resolve(doc as never, selector, { unwrapArray: true }), value, depth);
+  };
+}
+
+/** The collated versions of the comparison operators. */
+function collatedOperators(collation: Collation): Record<string, QueryOperator> {
+  const cmp = collation.compare;
+  const equal = (a: unknown, b: unknown) =>
+    (isNil(a) && isNil(b)) || (!isNil(a) && !isNil(b) && typeRank(a) === typeRank(b) && cmp(a, b) === 0);
+  const eq = (a: unknown, b: unknown, depth: number): boolean => {
+    if (equal(a, b)) return true;
+    if (!Array.isArray(a)) return false;
+    return a.some((v) => equal(v, b)) || flatten(a, depth).some((v) => equal(v, b));
+  };
+  const among = (a: unknown, values: unknown[]): boolean => {
+    if (isNil(a)) return values.some((v) => v === null);
+    const candidates = Array.isArray(a) ? [a, ...a] : [a];
+    return values.some((v) =>
+      isRegExp(v) ? candidates.some((c) => typeof c === 'string' && v.test(c)) : candidates.some((c) => equal(c, v)),
+    );
+  };
+  const ordered = (accept: (c: number) => boolean) =>
+    operator((a, b) => {
+      const candidates = Array.isArray(a) ? [...a, ...(Array.isArray(b) ? [a] : [])] : [a];
+      return candidates.some((v) => !isNil(v) && !isNil(b) && typeRank(v) === typeRank(b) && accept(cmp(v, b)));
+    });
+  const asArray = (v: unknown): unknown[] => (Array.isArray(v) ? v : [v]);
+  return {
+    $eq: operator(eq),
+    $ne: operator((a, b, depth) => !eq(a, b, depth)),
+    $gt: ordered((c) => c > 0),
+    $gte: ordered((c) => c >= 0),
+    $lt: ordered((c) => c < 0),
+    $lte: ordered((c) => c <= 0),
+    $in: operator((a, b) => among(a, asArray(b))),
+    $nin: operator((a, b) => !among(a, asArray(b))),
+    $all: operator((a, b) => {
+      const values = asArray(b);
+      if (!Array.isArray(a) || a.length === 0 || values.length === 0) return false;
+      return values.every((v) => (isRegExp(v) ? a.some((x) => typeof x === 'string' && v.test(x)) : a.some((x) => equal(x, v))));
+    }),
+  };
+}
+
+const contexts = new WeakMap<Collation, Context>();
+
+/** mingo's operators with the comparisons of `collation` in place of its own. */
+function contextOf(collation: Collation): Context {
+  let context = contexts.get(collation);
+  if (!context) {
+    context = Context.init({
+      accumulator: accumulatorOperators,
+      expression: expressionOperators,
+      pipeline: pipelineOperators,
+      projection: projectionOperators,
+      query: { ...queryOperators, ...collatedOperators(collation) } as never,
+      window: windowOperators,
+    } as never);
+    contexts.set(collation, context);
+  }
+  return context;
+}
+
+/** Options of mingo queries (variables for `$expr`, scripts off). */
+export interface QueryOptions {
+  variables?: Record<string, unknown>;
+  scriptEnabled?: boolean;
+  collectionResolver?: (name: string) => Record<string, unknown>[];
+}
+
+/** A compiled filter: mingo's own under the simple collation, the collated operators otherwise. */
+export function compileFilter(
+  filter: Record<string, unknown>,
+  collation: Collation | undefined,
+  options: QueryOptions = {},
+): { test(doc: unknown): boolean } {
+  if (!collation) return new MingoQuery(filter, options);
+  return new QueryBase(filter, { ...options, collation: collation.spec as never, context: contextOf(collation) } as never);
+}

@@ -4,14 +4,14 @@
  * in the oplog with the next cluster time.
  */
 import { setMaxListeners } from 'node:events';
-import { type Binary, type Long, ObjectId, Timestamp } from 'bson';
+import { type Binary, type Long, ObjectId, Timestamp, type UUID } from 'bson';
 import { Catalog } from './storage/catalog.js';
 import type { Collection, CollectionOptions, DocEntry } from './storage/collection.js';
 import { ClusterClock } from './clock.js';
 import { Oplog, type OplogEntry } from './oplog.js';
 import { CursorRegistry } from './cursor.js';
 import { ServerError } from './errors.js';
-import type { ConnectionInfo } from './commands/registry.js';
+import type { CommandContext, ConnectionInfo } from './commands/registry.js';
 import { recordReplicaSetConfig, seedSystemCollections } from './storage/system-collections.js';
 import { ServerCounters } from './counters.js';
 
@@ -38,6 +38,8 @@ export interface OpContext {
   stage?: (entry: Omit<OplogEntry, 'ts' | 'wall'>) => void;
   /** The writer holds `bypassWriteBlockingMode` (see README: how the privilege is modelled). */
   bypassWriteBlocking?: boolean;
+  /** The UUID a collection this operation creates gets (`applyOps` replaying a create with `ui`). */
+  collectionUuid?: UUID;
 }
 
 /** Databases whose writes are never user writes (they bypass write blocking). */
@@ -84,6 +86,11 @@ export class Instance {
   validateForWrite?: (collection: Collection, doc: Buffer, bypass: boolean, previous?: Buffer) => void;
   /** With users: the SASL mechanisms for `db.user` in a hello's `saslSupportedMechs`. */
   saslMechanismsFor?: (dbUser: string) => string[] | undefined;
+  /**
+   * Called after each command with its reply and duration (the profiler installs it once some
+   * database profiles). Undefined = nothing to do.
+   */
+  afterCommand?: (ctx: CommandContext, command: string, reply: Record<string, unknown>, millis: number) => void;
   /**
    * Called just before a stored document's bytes are replaced in place, so that open
    * transactions can keep the version their snapshot saw (txn/). Undefined = nobody needs it.
@@ -191,7 +198,7 @@ export class Instance {
   /** Creates a collection (explicitly or implicitly by a write) and records it. */
   createCollection(ctx: OpContext, db: string, name: string, options: CollectionOptions = {}): Collection {
     this.assertWritable(ctx, db);
-    const collection = this.catalog.addCollection(db, name, options);
+    const collection = this.catalog.addCollection(db, name, options, ctx.collectionUuid);
     this.record(ctx, {
       op: 'c',
       ns: `${db}.$cmd`,

@@ -330,8 +330,13 @@ export function privilegesOf(role: RoleName): Privilege[] {
 /** A resource a command needs an action on. */
 export type Resource = { db: string; collection: string } | { cluster: true };
 
+/**
+ * Collections a database pattern does not cover. Time-series buckets are not among them: since 5.0
+ * every built-in role that acts on a database's collections grants the same on its
+ * `system.buckets.*` (ResourcePattern::forAnySystemBucketsInDatabase in builtin_roles.cpp).
+ */
 function isSystem(collection: string): boolean {
-  return collection.startsWith('system.') || collection.startsWith('replset.');
+  return (collection.startsWith('system.') && !collection.startsWith('system.buckets.')) || collection.startsWith('replset.');
 }
 
 /** mongod's ResourcePattern matching. */

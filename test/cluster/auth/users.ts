@@ -109,6 +109,41 @@ export class UserStore {
     return stored;
   }
 
+  /**
+   * Puts back a user as `admin.system.users` stores it (credentials already derived: a restore),
+   * replacing one of the same name.
+   */
+  restore(doc: Record<string, unknown>): StoredUser {
+    const db = doc.db;
+    const user = doc.user;
+    if (typeof db !== 'string' || typeof user !== 'string' || user.length === 0) {
+      throw new ServerError('BadValue', "User documents need string 'user' and 'db' fields");
+    }
+    const credentials = (doc.credentials ?? {}) as Partial<Record<ScramMechanism, ScramCredential>>;
+    for (const mechanism of Object.keys(credentials)) {
+      if (!SCRAM_MECHANISMS.includes(mechanism as ScramMechanism))
+        throw new ServerError('BadValue', `Unknown auth mechanism '${mechanism}'`);
+    }
+    this.remove(db, user);
+    const stored: StoredUser = {
+      user,
+      db,
+      userId: (doc.userId as UUID | undefined) ?? new UUID(),
+      roles: normalizeRoles(doc.roles ?? [], db),
+      credentials,
+    };
+    this.users.set(userKey(db, user), stored);
+    storeInternal(this.systemUsers(), {
+      _id: userKey(db, user),
+      userId: stored.userId,
+      user,
+      db,
+      credentials,
+      roles: stored.roles,
+    });
+    return stored;
+  }
+
   remove(db: string, user: string): boolean {
     const key = userKey(db, user);
     if (!this.users.delete(key)) return false;

@@ -13,6 +13,7 @@ import type { Collection } from '../storage/collection.js';
 import { timeseriesView } from '../storage/timeseries.js';
 import { Collation } from '../collation/collation.js';
 import { insertMeasurement } from './timeseries/writes.js';
+import { findOplog } from './oplog-find.js';
 import { Args } from './args.js';
 import { openCursor } from './cursors.js';
 import { MAX_BSON_OBJECT_SIZE, MAX_WRITE_BATCH_SIZE } from './handshake.js';
@@ -145,6 +146,8 @@ defineCommand({
   handler: async ({ instance, body, db }) => {
     const args = new Args('find', body);
     const name = args.requiredString('find');
+    // The oplog is read from the oplog itself, in mongod's entry format.
+    if (db === 'local' && name === 'oplog.rs') return findOplog(instance, body);
     const filter = args.object('filter');
     const sort = args.object('sort');
     const projection = args.object('projection');

@@ -50,6 +50,7 @@ export async function dispatch(
   bodyOverride?: Record<string, unknown>,
 ): Promise<CommandReply> {
   let reply: CommandReply;
+  let ran: { ctx: CommandContext; name: string; started: number } | undefined;
   try {
     const body = bodyOverride ?? decodeBody(raw);
     // Document sequences stand for array fields of the body.
@@ -76,11 +77,13 @@ export async function dispatch(
       op: { lsid, txnNumber, bypassWriteBlocking: instance.bypassesWriteBlocking?.(connection) ?? true },
       connection,
     };
+    if (instance.afterCommand) ran = { ctx, name, started: performance.now() };
     reply = await wrapper(ctx, name, async () => spec.handler(ctx));
     if (reply.ok === undefined) reply.ok = 1;
   } catch (e) {
     reply = e instanceof ServerError ? e.toReply() : new ServerError('InternalError', String((e as Error)?.message ?? e)).toReply();
   }
+  if (ran) instance.afterCommand?.(ran.ctx, ran.name, reply, performance.now() - ran.started);
   const time = instance.clusterTime();
   reply.$clusterTime = {
     clusterTime: time,

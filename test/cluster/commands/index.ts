@@ -16,3 +16,6 @@ import '../txn/wrapper.js';
 import '../txn/commands.js';
 import './auth.js';
 import './admin.js';
+import './applyops.js';
+import './authz-merge.js';
+import './profile.js';

@@ -2,8 +2,8 @@
  * The internal collections a replica-set member always has in `admin`, `config` and `local`, so
  * that `listDatabases`/`listCollections` look like a real node's and tools that must skip them
  * (Ferry does) meet them. They are catalog entries with mongod's options and a few of the
- * documents mongod keeps there; their contents are not maintained beyond that (reading
- * `local.oplog.rs` is not supported: change streams are the way to read the oplog).
+ * documents mongod keeps there; their contents are not maintained beyond that (`find` on
+ * `local.oplog.rs` reads the oplog itself: commands/oplog-find.ts).
  */
 import { ObjectId } from 'bson';
 import type { Catalog } from './catalog.js';

@@ -133,4 +133,23 @@ describe('clustered collection TTL [test cluster]', () => {
     const left = (await db.collection('events').find().toArray()).map((d) => d._id);
     assert.deepEqual(left, [7, 'not a date', future]);
   });
+
+  test('a time-series collection expires whole buckets once all their measurements are older', async () => {
+    const db = client.db('ferry_clustered_ttl');
+    await db.createCollection('readings', { timeseries: { timeField: 't', metaField: 'm' }, expireAfterSeconds: 3600 });
+    const old = new Date(Date.now() - 3 * 3600_000);
+    const recent = new Date(Date.now() - 60_000);
+    await db.collection('readings').insertMany([
+      { t: old, m: 'a', v: 1 },
+      { t: new Date(old.getTime() + 1000), m: 'a', v: 2 },
+      { t: recent, m: 'a', v: 3 },
+    ]);
+    const passes = async () => Number((await client.db('admin').command({ serverStatus: 1 })).metrics.ttl.passes);
+    const target = (await passes()) + 2;
+    while ((await passes()) < target) await new Promise((resolve) => setImmediate(resolve));
+    assert.deepEqual(
+      (await db.collection('readings').find().toArray()).map((d) => d.v),
+      [3],
+    );
+  });
 });

@@ -64,8 +64,6 @@ function operations(ctx: CommandContext, name: string, reply: CommandReply): Rec
   const cursor = reply.cursor as { firstBatch?: RawDocArray; nextBatch?: RawDocArray; id?: unknown } | undefined;
   const batch = cursor?.firstBatch ?? cursor?.nextBatch;
   const returned = batch instanceof RawDocArray ? batch.docs.length : undefined;
-  const { $db: _db, ...command } = body;
-  void _db;
   const statements = (field: string): Record<string, unknown>[] =>
     ctx.sequences.get(field)?.map((raw) => BSON.deserialize(raw, promoted)) ?? (body[field] as Record<string, unknown>[] | undefined) ?? [];
   switch (name) {
@@ -83,9 +81,9 @@ function operations(ctx: CommandContext, name: string, reply: CommandReply): Rec
     case 'getMore':
       return [{ op: 'getmore', ns: `${db}.${String(body.collection)}`, command: body, nreturned: returned }];
     case 'insert': {
-      const { documents: _documents, ...shown } = command;
-      void _documents;
-      return [{ op: 'insert', ns, command: { ...shown, $db: db }, ninserted: countOf(reply.n) }];
+      // The documents are not part of the recorded command.
+      const shown = Object.fromEntries(Object.entries(body).filter(([field]) => field !== 'documents'));
+      return [{ op: 'insert', ns, command: shown, ninserted: countOf(reply.n) }];
     }
     case 'update': {
       const list = statements('updates');

@@ -14,6 +14,7 @@ import { ServerError } from '../../errors.js';
 import type { Instance, OpContext } from '../../instance.js';
 import { View, type Collection, type CollectionOptions } from '../../storage/collection.js';
 import { BUCKETS_PREFIX, checkCollectionTtl } from '../../storage/clustered.js';
+import type { IndexSpec } from '../../storage/indexes.js';
 import { normalizeCollation } from '../../storage/collation.js';
 import {
   type Granularity,
@@ -95,13 +96,13 @@ export function createTimeseries(ctx: CommandContext, name: string): CommandRepl
 /** The `{meta: 1, control.min.<time>: 1, control.max.<time>: 1}` index mongod 6.3+ adds. */
 function createDefaultIndex(instance: Instance, op: OpContext, buckets: Collection, timeseries: TimeseriesOptions): void {
   const time = timeseries.timeField;
-  const spec: Record<string, unknown> = {
+  const spec: IndexSpec = {
     v: 2,
     key: { meta: 1, [`control.min.${time}`]: 1, [`control.max.${time}`]: 1 },
     name: `${timeseries.metaField}_1_${time}_1`,
   };
-  if (buckets.options.collation) spec.collation = buckets.options.collation;
-  buckets.addIndex(spec as never);
+  if (buckets.options.collation) spec.collation = buckets.options.collation as Record<string, unknown>;
+  buckets.addIndex(spec);
   instance.record(op, { op: 'c', ns: `${buckets.db}.$cmd`, ui: buckets.uuid, o: { createIndexes: buckets.name, ...spec }, size: 128 });
 }
 

@@ -121,15 +121,20 @@ describe('clustered collection TTL [test cluster]', () => {
     await cluster?.stop();
   });
 
+  /** Resolves once the TTL monitor has completed `count` more passes. */
+  async function monitorPasses(count: number): Promise<void> {
+    const passes = async () => Number((await client.db('admin').command({ serverStatus: 1 })).metrics.ttl.passes);
+    const target = (await passes()) + count;
+    while ((await passes()) < target) await new Promise((resolve) => setImmediate(resolve));
+  }
+
   test('documents whose _id is a date older than expireAfterSeconds are deleted; others stay', async () => {
     const db = client.db('ferry_clustered_ttl');
     await db.createCollection('events', { clusteredIndex: CLUSTERED, expireAfterSeconds: 60 } as never);
     const past = new Date(Date.now() - 3600_000);
     const future = new Date(Date.now() + 3600_000);
     await db.collection('events').insertMany([{ _id: past }, { _id: future }, { _id: 'not a date' }, { _id: 7 }] as never[]);
-    const passes = async () => Number((await client.db('admin').command({ serverStatus: 1 })).metrics.ttl.passes);
-    const target = (await passes()) + 2;
-    while ((await passes()) < target) await new Promise((resolve) => setImmediate(resolve));
+    await monitorPasses(2);
     const left = (await db.collection('events').find().toArray()).map((d) => d._id);
     assert.deepEqual(left, [7, 'not a date', future]);
   });
@@ -144,9 +149,7 @@ describe('clustered collection TTL [test cluster]', () => {
       { t: new Date(old.getTime() + 1000), m: 'a', v: 2 },
       { t: recent, m: 'a', v: 3 },
     ]);
-    const passes = async () => Number((await client.db('admin').command({ serverStatus: 1 })).metrics.ttl.passes);
-    const target = (await passes()) + 2;
-    while ((await passes()) < target) await new Promise((resolve) => setImmediate(resolve));
+    await monitorPasses(2);
     assert.deepEqual(
       (await db.collection('readings').find().toArray()).map((d) => d.v),
       [3],

@@ -12,6 +12,7 @@ import { Long } from 'bson';
 import { ServerError } from '../errors.js';
 import { bsonTypeName } from '../commands/args.js';
 import type { Collection, CollectionOptions, DocEntry } from './collection.js';
+import { isDocument } from './keys.js';
 
 /** The clustered index as `listCollections` shows it (ClusteredIndexSpec: v, key, name, unique). */
 export interface ClusteredIndexSpec {
@@ -23,10 +24,6 @@ export interface ClusteredIndexSpec {
 
 /** Prefix of the buckets collection behind a time-series collection. */
 export const BUCKETS_PREFIX = 'system.buckets.';
-
-function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v) && (v as { _bsontype?: string })._bsontype === undefined;
-}
 
 /**
  * Checks a `create` command's `clusteredIndex` and returns it as stored: the canonical spec
@@ -44,7 +41,7 @@ export function parseClusteredIndex(value: unknown, collectionName: string): Clu
     }
     return true;
   }
-  if (!isObject(value)) {
+  if (!isDocument(value)) {
     throw new ServerError(
       'TypeMismatch',
       `BSON field 'create.clusteredIndex' is the wrong type '${bsonTypeName(value)}', expected types '[bool, object]'`,
@@ -61,7 +58,7 @@ export function parseClusteredIndex(value: unknown, collectionName: string): Clu
     throw new ServerError('IDLFailedToParse', "BSON field 'ClusteredIndexSpec.unique' is missing but a required field");
   }
   if (value.unique !== true) throw new ServerError(5979700, 'The clusteredIndex option requires unique: true to be specified');
-  const key = isObject(value.key) ? value.key : {};
+  const key = isDocument(value.key) ? value.key : {};
   const keys = Object.keys(key);
   if (keys.length !== 1 || keys[0] !== '_id' || Number(key._id) !== 1) {
     throw new ServerError('InvalidIndexSpecificationOption', 'The clusteredIndex option is only supported for key: {_id: 1}');

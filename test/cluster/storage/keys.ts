@@ -33,7 +33,8 @@ export function valuesAtPath(doc: unknown, path: string): unknown[] {
   return out;
 }
 
-function isDocument(v: unknown): v is Record<string, unknown> {
+/** A plain (embedded) document: not an array, a date or a BSON value class. */
+export function isDocument(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Date) && !('_bsontype' in v);
 }
 

@@ -11,6 +11,7 @@
 import { BSON, Long, Timestamp } from 'bson';
 import type { OplogEntry } from '../oplog.js';
 import { serialize, typed } from '../raw.js';
+import { isDocument } from './keys.js';
 
 /** mongod's term (one election, ever) and oplog format version. */
 const TERM = Long.fromNumber(1);
@@ -58,16 +59,6 @@ export function descriptionToDiff(description: Record<string, unknown>): Diff {
     node.l = newSize;
   }
   return diff;
-}
-
-function isPlainObject(v: unknown): v is Record<string, unknown> {
-  return (
-    typeof v === 'object' &&
-    v !== null &&
-    !Array.isArray(v) &&
-    !(v instanceof Date) &&
-    (v as { _bsontype?: string })._bsontype === undefined
-  );
 }
 
 /**
@@ -118,7 +109,7 @@ export function applyDiff(
     const name = key.slice(1);
     const sub = value as Diff;
     if (target[name] === undefined || target[name] === null || typeof target[name] !== 'object') target[name] = sub.a === true ? [] : {};
-    if (isPlainObject(target[name]) || Array.isArray(target[name]))
+    if (isDocument(target[name]) || Array.isArray(target[name]))
       applyDiff(target[name] as Record<string, unknown>, sub, path(name), description);
   }
   return description;

@@ -16,6 +16,7 @@ import { bsonTypeName } from '../commands/args.js';
 import { compareValues } from '../bson-order.js';
 import { serialize, typed } from '../raw.js';
 import { BUCKETS_PREFIX } from './clustered.js';
+import { isDocument } from './keys.js';
 import type { Catalog } from './catalog.js';
 import type { Collection, Namespace, View } from './collection.js';
 
@@ -42,16 +43,6 @@ const MAX_BUCKETING_SECONDS = 31536000;
 
 const GRANULARITIES = ['seconds', 'minutes', 'hours'];
 
-function isObject(v: unknown): v is Record<string, unknown> {
-  return (
-    typeof v === 'object' &&
-    v !== null &&
-    !Array.isArray(v) &&
-    !(v instanceof Date) &&
-    (v as { _bsontype?: string })._bsontype === undefined
-  );
-}
-
 function seconds(context: string, field: string, value: unknown): number | undefined {
   if (value === undefined) return undefined;
   const n = typeof value === 'number' ? value : Number((value as { _bsontype?: string })?._bsontype ? String(value) : Number.NaN);
@@ -74,7 +65,7 @@ function seconds(context: string, field: string, value: unknown): number | undef
  * bucketRoundingSeconds; custom bucketing needs both seconds, equal; neither means 'seconds'.
  */
 export function parseTimeseriesOptions(value: unknown, collectionName: string): TimeseriesOptions {
-  if (!isObject(value)) {
+  if (!isDocument(value)) {
     throw new ServerError(
       'TypeMismatch',
       `BSON field 'create.timeseries' is the wrong type '${bsonTypeName(value)}', expected type 'object'`,
@@ -212,7 +203,7 @@ export function timeseriesOptionsOf(collection: Collection | undefined): Timeser
 /** A document's fields sorted by name at every level (mongod normalizes metaField objects so). */
 export function normalizeMeta(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(normalizeMeta);
-  if (!isObject(value)) return value;
+  if (!isDocument(value)) return value;
   const out: Record<string, unknown> = {};
   for (const key of Object.keys(value).sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)))) {
     out[key] = normalizeMeta(value[key]);
@@ -224,7 +215,7 @@ export function normalizeMeta(value: unknown): unknown {
 function extreme(a: unknown, b: unknown, sign: 1 | -1): unknown {
   if (a === undefined) return b;
   if (b === undefined) return a;
-  if (isObject(a) && isObject(b)) {
+  if (isDocument(a) && isDocument(b)) {
     const out: Record<string, unknown> = {};
     for (const key of Object.keys(a)) out[key] = extreme(a[key], b[key], sign);
     for (const key of Object.keys(b)) if (!(key in out)) out[key] = b[key];

@@ -13,12 +13,9 @@ import { ServerError } from '../../errors.js';
 import { serialize } from '../../raw.js';
 import type { View } from '../../storage/collection.js';
 import { type TimeseriesOptions, timeseriesOptionsOf } from '../../storage/timeseries.js';
+import { isDocument } from '../../storage/keys.js';
 import { listCursor, openCursor } from '../cursors.js';
 import { type CommandContext, type CommandReply, lookupCommand } from '../registry.js';
-
-function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v) && (v as { _bsontype?: string })._bsontype === undefined;
-}
 
 function metaPath(field: string, options: TimeseriesOptions): string | undefined {
   const meta = options.metaField;
@@ -86,7 +83,7 @@ function toBucketsFilter(filter: unknown, options: TimeseriesOptions, toBuckets:
     const clauses = filter.map((clause) => toBucketsFilter(clause, options, toBuckets));
     return clauses.some((c) => c === undefined) ? undefined : clauses;
   }
-  if (!isObject(filter)) return filter;
+  if (!isDocument(filter)) return filter;
   const out: Record<string, unknown> = {};
   for (const [field, value] of Object.entries(filter)) {
     if (field.startsWith('$')) {
@@ -107,7 +104,7 @@ function toBucketsFilter(filter: unknown, options: TimeseriesOptions, toBuckets:
 
 /** A requested index on the view as its buckets index. */
 function toBucketsSpec(spec: Record<string, unknown>, options: TimeseriesOptions): Record<string, unknown> {
-  if (!isObject(spec) || !isObject(spec.key)) return spec; // createIndexes reports the malformed request
+  if (!isDocument(spec) || !isDocument(spec.key)) return spec; // createIndexes reports the malformed request
   if (spec.unique === true) throw new ServerError('InvalidOptions', 'Unique indexes are not supported on time-series collections');
   const { key, measurements } = toBucketsKey(spec.key, options);
   const out: Record<string, unknown> = {};
@@ -126,7 +123,7 @@ function toBucketsSpec(spec: Record<string, unknown>, options: TimeseriesOptions
 /** A buckets index as `listIndexes` on the view shows it, or undefined for one the view does not show. */
 function toTimeseriesSpec(spec: Record<string, unknown>, options: TimeseriesOptions): Record<string, unknown> | undefined {
   if (spec.name === '_id_') return undefined;
-  if (isObject(spec.originalSpec)) return spec.originalSpec;
+  if (isDocument(spec.originalSpec)) return spec.originalSpec;
   const key = toTimeseriesKey(spec.key as Record<string, unknown>, options);
   if (!key) return undefined;
   const out: Record<string, unknown> = {};
@@ -170,6 +167,6 @@ export async function listIndexesTimeseries(ctx: CommandContext, view: View): Pr
 /** `dropIndexes` on a time-series view: by name, or by the user's key pattern in bucket terms. */
 export function dropIndexesTimeseries(ctx: CommandContext, view: View, command: string): Promise<CommandReply> | CommandReply {
   const { name, options } = bucketsOf(ctx, view);
-  const index = isObject(ctx.body.index) ? toBucketsKey(ctx.body.index, options).key : ctx.body.index;
+  const index = isDocument(ctx.body.index) ? toBucketsKey(ctx.body.index, options).key : ctx.body.index;
   return lookupCommand(command)!.handler({ ...ctx, body: { ...ctx.body, [command]: name, index } });
 }

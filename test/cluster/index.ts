@@ -40,6 +40,7 @@ export function clusterArgs(options: ClusterOptions): string[] {
   if (options.ttlIntervalMs !== undefined) args.push('--ttlIntervalMs', String(options.ttlIntervalMs));
   if (options.auth === true) args.push('--auth');
   if (options.auth === false) args.push('--noauth');
+  if (options.enableTestCommands) args.push('--setParameter', 'enableTestCommands=1');
   return args;
 }
 

@@ -11,7 +11,7 @@ import { ClusterClock } from './clock.js';
 import { Oplog, type OplogEntry } from './oplog.js';
 import { CursorRegistry } from './cursor.js';
 import { ServerError } from './errors.js';
-import type { ConnectionInfo } from './commands/registry.js';
+import type { CommandHook, ConnectionInfo } from './commands/registry.js';
 import { recordReplicaSetConfig, seedSystemCollections } from './storage/system-collections.js';
 import { ServerCounters } from './counters.js';
 
@@ -28,6 +28,11 @@ export interface InstanceOptions {
   noopIntervalMs?: number;
   /** Period of the TTL monitor in ms (default 60000, mongod's `ttlMonitorSleepSecs`); 0 disables. */
   ttlIntervalMs?: number;
+  /**
+   * Serves the test-only commands (`configureFailPoint`, `waitForFailPoint`), as mongod's
+   * `--setParameter enableTestCommands=1` (default false: they are CommandNotFound, as on mongod).
+   */
+  enableTestCommands?: boolean;
 }
 
 /** Who is writing: session fields recorded with the write (transactions stage their writes). */
@@ -89,6 +94,8 @@ export class Instance {
    * transactions can keep the version their snapshot saw (txn/). Undefined = nobody needs it.
    */
   beforeReplace?: (collection: Collection, entry: DocEntry) => void;
+  /** Run around every command, in order (fail points, the data directory's journal). */
+  readonly commandHooks: CommandHook[] = [];
   private timers: NodeJS.Timeout[] = [];
   /** Aborted when the node stops: waits (awaitable hello, change-stream getMore) end early. */
   readonly stopping = new AbortController();
@@ -101,6 +108,7 @@ export class Instance {
       oplogSizeMB: options.oplogSizeMB ?? 256,
       noopIntervalMs: options.noopIntervalMs ?? 10_000,
       ttlIntervalMs: options.ttlIntervalMs ?? 60_000,
+      enableTestCommands: options.enableTestCommands ?? false,
     };
     this.replSetName = this.options.replSetName;
     this.oplog = new Oplog(this.options.oplogSizeMB * 1024 * 1024);

@@ -1,6 +1,6 @@
 /**
  * `npm run cluster -- --port <p> [--replSet <name>] [--oplogSizeMB <n>] [--auth] [--usersFile <f>]
- * [--setParameter enableTestCommands=1]`: runs one test-cluster
+ * [--setParameter enableTestCommands=1] [--dbpath <dir>]`: runs one test-cluster
  * node in this process. Prints its connection string as the first stdout line once it accepts
  * connections; exits cleanly on SIGTERM/SIGINT.
  */
@@ -39,6 +39,8 @@ const program = new Command('cluster')
   .option('--ttlIntervalMs <ms>', 'period of the TTL monitor (0 = off)', integer(0), 60_000)
   .option('--auth', 'turn access control on (also implied by --usersFile)')
   .option('--noauth', 'keep access control off even with --usersFile')
+  .option('--dbpath <dir>', "directory that keeps the node's data across restarts (default: in memory only)")
+  .option('--journalCheckpointMB <n>', 'with --dbpath: journal size that triggers a checkpoint', integer(1), 64)
   .option('--usersFile <path>', 'JSON or YAML list of {user, db, password, roles} created at start')
   .option('--setParameter <name=value>', "server parameter, as mongod's (only enableTestCommands=1)", serverParameter, {})
   .parse();
@@ -53,6 +55,8 @@ const opts = program.opts<{
   noauth?: boolean;
   usersFile?: string;
   setParameter: ServerParameters;
+  dbpath?: string;
+  journalCheckpointMB: number;
 }>();
 const users = opts.usersFile ? (parseYaml(await readFile(opts.usersFile, 'utf8')) as UserSpec[]) : undefined;
 if (users !== undefined && !Array.isArray(users)) throw new InvalidArgumentError(`${opts.usersFile}: expected a list of users`);
@@ -65,6 +69,8 @@ const cluster = await startCluster({
   users,
   auth: opts.noauth ? false : opts.auth ? true : undefined,
   enableTestCommands: opts.setParameter.enableTestCommands,
+  dbPath: opts.dbpath,
+  journalCheckpointMB: opts.journalCheckpointMB,
 });
 process.stdout.write(`${cluster.uri}\n`);
 

@@ -14,6 +14,7 @@ import { ServerError } from './errors.js';
 import type { CommandHook, ConnectionInfo } from './commands/registry.js';
 import { recordReplicaSetConfig, seedSystemCollections } from './storage/system-collections.js';
 import { ServerCounters } from './counters.js';
+import { DataDirectory } from './persistence/data-directory.js';
 
 /** Options of a test-cluster node; every field has a default. */
 export interface InstanceOptions {
@@ -33,6 +34,13 @@ export interface InstanceOptions {
    * `--setParameter enableTestCommands=1` (default false: they are CommandNotFound, as on mongod).
    */
   enableTestCommands?: boolean;
+  /**
+   * Directory where the node keeps its data across restarts (mongod's `--dbpath`; see
+   * persistence/data-directory.ts). Default none: the node's data lives in memory only.
+   */
+  dbPath?: string;
+  /** With `dbPath`: journal size in MB after which a checkpoint is written (default 64). */
+  journalCheckpointMB?: number;
 }
 
 /** Who is writing: session fields recorded with the write (transactions stage their writes). */
@@ -94,6 +102,8 @@ export class Instance {
    * transactions can keep the version their snapshot saw (txn/). Undefined = nobody needs it.
    */
   beforeReplace?: (collection: Collection, entry: DocEntry) => void;
+  /** Where the node keeps its data, when it has a `dbPath`. */
+  readonly dataDirectory: DataDirectory | undefined;
   /** Run around every command, in order (fail points, the data directory's journal). */
   readonly commandHooks: CommandHook[] = [];
   private timers: NodeJS.Timeout[] = [];
@@ -109,16 +119,23 @@ export class Instance {
       noopIntervalMs: options.noopIntervalMs ?? 10_000,
       ttlIntervalMs: options.ttlIntervalMs ?? 60_000,
       enableTestCommands: options.enableTestCommands ?? false,
+      dbPath: options.dbPath ?? '',
+      journalCheckpointMB: options.journalCheckpointMB ?? 64,
     };
     this.replSetName = this.options.replSetName;
     this.oplog = new Oplog(this.options.oplogSizeMB * 1024 * 1024);
-    seedSystemCollections(this.catalog, {
-      replSetName: this.replSetName,
-      oplogSizeBytes: this.options.oplogSizeMB * 1024 * 1024,
-      startedAt: this.startedAt,
-    });
-    // mongod writes an initial no-op when a replica set is initiated.
-    this.noop({ msg: 'initiating set' });
+    const initiate = () => {
+      seedSystemCollections(this.catalog, {
+        replSetName: this.replSetName,
+        oplogSizeBytes: this.options.oplogSizeMB * 1024 * 1024,
+        startedAt: this.startedAt,
+      });
+      // mongod writes an initial no-op when a replica set is initiated.
+      this.noop({ msg: 'initiating set' });
+    };
+    // A node on a data directory starts from what it holds (and initiates only a new one).
+    if (this.options.dbPath) this.dataDirectory = DataDirectory.open(this, this.options.dbPath, initiate);
+    else initiate();
   }
 
   /** Starts the periodic background tasks (no-op writer; others register via `every`). */
@@ -141,6 +158,7 @@ export class Instance {
     for (const timer of this.timers) clearInterval(timer);
     this.timers = [];
     this.cursors.closeAll();
+    this.dataDirectory?.close();
   }
 
   /** The cluster time clients are told about (`$clusterTime`, `operationTime`). */

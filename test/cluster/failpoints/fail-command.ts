@@ -25,6 +25,7 @@ import { ChangeStreamCursor } from '../changestream/cursor.js';
 import { isChangeStreamPipeline } from '../changestream/open.js';
 import { codeName, inCategory, isNonResumableChangeStreamError } from './codes.js';
 import { FailPoint } from './fail-point.js';
+import { supportsWriteConcern } from '../write-concern.js';
 
 const FAILPOINT_MESSAGE = "Failing command via 'failCommand' failpoint";
 /** Where a connection's application name (the handshake's `client.application.name`) is kept. */
@@ -51,44 +52,6 @@ export class InjectedError extends ServerError {
   override toReply(): Record<string, unknown> {
     return { ...super.toReply(), codeName: codeName(this.code) };
   }
-}
-
-/** Commands that take a write concern (mongod's supportsWriteConcern), by name. */
-const WRITE_CONCERN_COMMANDS = new Set([
-  'insert',
-  'update',
-  'delete',
-  'findAndModify',
-  'findandmodify',
-  'create',
-  'drop',
-  'dropDatabase',
-  'createIndexes',
-  'dropIndexes',
-  'deleteIndexes',
-  'collMod',
-  'renameCollection',
-  'commitTransaction',
-  'abortTransaction',
-  'createUser',
-  'updateUser',
-  'dropUser',
-  'dropAllUsersFromDatabase',
-  'applyOps',
-  'appendOplogNote',
-  'setUserWriteBlockMode',
-  'setFeatureCompatibilityVersion',
-  'convertToCapped',
-  'cloneCollectionAsCapped',
-  '_mergeAuthzCollections',
-]);
-
-function supportsWriteConcern(name: string, body: Record<string, unknown>): boolean {
-  if (name === 'aggregate') {
-    const pipeline = Array.isArray(body.pipeline) ? (body.pipeline as Record<string, unknown>[]) : [];
-    return pipeline.some((stage) => typeof stage === 'object' && stage !== null && ('$out' in stage || '$merge' in stage));
-  }
-  return WRITE_CONCERN_COMMANDS.has(name);
 }
 
 /** The namespace a command acts on, as mongod's `invocation->ns()` gives it for `namespace`. */

@@ -8,6 +8,7 @@ import { BSON, type Timestamp, UUID } from 'bson';
 import type { Collection, Namespace } from '../storage/collection.js';
 import type { OplogEntry } from '../oplog.js';
 import { findElement, typed } from '../raw.js';
+import { BsonWriter } from '../changestream/bson-writer.js';
 
 /** How stored definitions are decoded: as command bodies are (decodeBody), so values look alike. */
 const AS_BODY = { validation: { utf8: false } } as const;
@@ -67,9 +68,15 @@ export function decodeKey(payload: Buffer): string {
   return (BSON.deserialize(payload) as { key: string }).key;
 }
 
+/** A collection's UUID bytes (a view, not a copy). */
+function uuidBytes(collection: Collection): Buffer {
+  const bytes = collection.uuid.buffer;
+  return Buffer.from(bytes.buffer, bytes.byteOffset, 16);
+}
+
 /** A document-put payload: the collection's UUID, then the document. */
 export function documentPut(collection: Collection, raw: Buffer): Buffer[] {
-  return [Buffer.from(collection.uuid.buffer), raw];
+  return [uuidBytes(collection), raw];
 }
 
 /** A document-delete payload: the collection's UUID, then `{_id}` with the stored `_id`'s bytes. */
@@ -79,7 +86,7 @@ export function documentDelete(collection: Collection, raw: Buffer): Buffer[] {
   id.writeInt32LE(id.length, 0);
   raw.copy(id, 4, el.start, el.end);
   id[id.length - 1] = 0;
-  return [Buffer.from(collection.uuid.buffer), id];
+  return [uuidBytes(collection), id];
 }
 
 /** Splits a document record's payload into the collection UUID (hex) and the document. */
@@ -92,25 +99,33 @@ const RAW_O = 1;
 const RAW_PRE = 2;
 const RAW_POST = 4;
 
-/** An oplog-entry payload: the entry's fields (BSON), then its raw documents. */
+/** Whether `o2` is `{_id}` alone (an insert's, whose `_id` is its document's). */
+function onlyId(o2: Record<string, unknown>): boolean {
+  let keys = 0;
+  for (const key in o2) if (++keys > 1 || key !== '_id') return false;
+  return keys === 1;
+}
+
+/**
+ * An oplog-entry payload: the entry's fields (BSON, written field by field: one is journaled per
+ * write), then its raw documents.
+ */
 export function encodeOplogEntry(entry: OplogEntry): Buffer[] {
   const rawO = Buffer.isBuffer(entry.o) ? entry.o : undefined;
-  const fields: Record<string, unknown> = {
-    ts: entry.ts,
-    wall: entry.wall,
-    op: entry.op,
-    ns: entry.ns,
-    ui: entry.ui,
-    o: rawO ? undefined : entry.o,
-    o2: entry.o2,
-    replace: entry.replace,
-    lsid: entry.lsid,
-    txnNumber: entry.txnNumber,
-    txnOpIndex: entry.txnOpIndex,
-    size: entry.size,
-    raw: (rawO ? RAW_O : 0) | (entry.preImage ? RAW_PRE : 0) | (entry.postImage ? RAW_POST : 0),
-  };
-  const parts: Buffer[] = [Buffer.from(BSON.serialize(fields, { ignoreUndefined: true }))];
+  const w = new BsonWriter(160).startDocument();
+  w.timestamp('ts', entry.ts).date('wall', entry.wall).string('op', entry.op).string('ns', entry.ns);
+  if (entry.ui) w.binary('ui', 4, entry.ui.buffer);
+  if (!rawO) w.value('o', entry.o);
+  const idElement = rawO && entry.op === 'i' && entry.o2 && onlyId(entry.o2) ? findElement(rawO, '_id') : undefined;
+  if (idElement) w.startDocument('o2').rawElement(rawO!.subarray(idElement.start, idElement.end)).end();
+  else if (entry.o2) w.value('o2', entry.o2);
+  if (entry.replace !== undefined) w.boolean('replace', entry.replace);
+  if (entry.lsid) w.value('lsid', entry.lsid);
+  if (entry.txnNumber) w.long('txnNumber', entry.txnNumber);
+  if (entry.txnOpIndex !== undefined) w.int32('txnOpIndex', entry.txnOpIndex);
+  w.int32('size', entry.size);
+  w.int32('raw', (rawO ? RAW_O : 0) | (entry.preImage ? RAW_PRE : 0) | (entry.postImage ? RAW_POST : 0));
+  const parts: Buffer[] = [w.end().finish()];
   if (rawO) parts.push(rawO);
   if (entry.preImage) parts.push(entry.preImage);
   if (entry.postImage) parts.push(entry.postImage);

@@ -40,8 +40,8 @@ import type { Instance } from '../instance.js';
 import type { CommandHook } from '../commands/registry.js';
 import type { Collection, DocumentObserver, Namespace } from '../storage/collection.js';
 import { asksForJournal, supportsWriteConcern } from '../write-concern.js';
-import { JournalFile } from './journal.js';
-import { encodeRecord, RecordType } from './records.js';
+import { JournalFile, writeParts } from './journal.js';
+import { encodeRecord, RecordType, type RecordTypeCode } from './records.js';
 import { documentDelete, documentPut, encodeKey, encodeNamespace, encodeOplogEntry, namespaceKey, namespaceMeta } from './codec.js';
 import { CHECKPOINT_FORMAT, CHECKPOINT_VERSION, DataDirectoryError, recover } from './recovery.js';
 
@@ -158,12 +158,11 @@ class CheckpointWriter {
   }
 
   flush(): void {
-    const bytes = Buffer.concat(this.pending, this.pendingBytes);
+    const parts = this.pending;
+    this.bytes += this.pendingBytes;
     this.pending = [];
     this.pendingBytes = 0;
-    let done = 0;
-    while (done < bytes.length) done += writeSync(this.fd, bytes, done, bytes.length - done);
-    this.bytes += bytes.length;
+    writeParts(this.fd, parts);
   }
 }
 
@@ -178,6 +177,8 @@ export class DataDirectory {
   private journaledTs: Timestamp;
   private journaledIndex = 0;
   private closed = false;
+  /** A document put held back (see `append`). */
+  private pendingPut: { collection: Collection; raw: Buffer } | undefined;
   private readonly unsubscribe: () => void;
   private readonly observer: DocumentObserver;
   private readonly dir: string;
@@ -208,7 +209,7 @@ export class DataDirectory {
       const directory = new DataDirectory(instance, dir, recovered.generation, recovered.journalBytes);
       // A restarted one-member replica set elects itself; the new primary writes a no-op (as mongod's).
       instance.noop({ msg: 'new primary' });
-      directory.journal.write();
+      directory.write();
       return directory;
     } catch (e) {
       openInProcess.delete(dir);
@@ -233,21 +234,49 @@ export class DataDirectory {
     this.journaledIndex = newest?.txnOpIndex ?? 0;
     this.observer = {
       stored: (collection, entry) => {
-        if (this.isLive(collection)) this.journal.append(encodeRecord(RecordType.documentPut, documentPut(collection, entry.raw)));
+        if (!this.isLive(collection)) return;
+        this.putPending();
+        this.pendingPut = { collection, raw: entry.raw };
       },
       removed: (collection, entry) => {
-        if (this.isLive(collection)) this.journal.append(encodeRecord(RecordType.documentDelete, documentDelete(collection, entry.raw)));
+        if (this.isLive(collection)) this.append(RecordType.documentDelete, documentDelete(collection, entry.raw));
       },
     };
     this.adoptCatalog();
     this.unsubscribe = instance.oplog.subscribe(() => this.journalOplog());
     instance.commandHooks.push(this.commandHook());
-    instance.every(JOURNAL_WRITE_INTERVAL_MS, () => this.journal.write());
+    instance.every(JOURNAL_WRITE_INTERVAL_MS, () => this.write());
   }
 
-  /** Journal bytes beyond which a checkpoint is written (at least the last checkpoint's size). */
+  /**
+   * Journals a record, after the document put held back (it goes first: order is kept). A put is
+   * held back because an insert's oplog entry, which usually follows at once, carries the same
+   * document: the two are journaled as one record then (RecordType.oplogInsert), not twice.
+   */
+  private append(type: RecordTypeCode, parts: readonly Buffer[]): void {
+    this.putPending();
+    this.journal.append(encodeRecord(type, parts));
+  }
+
+  private putPending(): void {
+    const put = this.pendingPut;
+    if (!put) return;
+    this.pendingPut = undefined;
+    this.journal.append(encodeRecord(RecordType.documentPut, documentPut(put.collection, put.raw)));
+  }
+
+  /** Writes the journal (write(2)). */
+  private write(): void {
+    this.putPending();
+    this.journal.write();
+  }
+
+  /**
+   * Journal bytes beyond which a checkpoint is written: at least twice the last checkpoint, so
+   * that checkpoints cost at most half the journal's writes, and recovery replays at most that.
+   */
   private get checkpointThreshold(): number {
-    return Math.max(this.instance.options.journalCheckpointMB * 1024 * 1024, this.checkpointBytes);
+    return Math.max(this.instance.options.journalCheckpointMB * 1024 * 1024, 2 * this.checkpointBytes);
   }
 
   /** Whether `collection` is the catalog's (not a transaction's fork, not dropped). */
@@ -282,16 +311,15 @@ export class DataDirectory {
       const stored = encodeNamespace(key, namespaceMeta(ns));
       const before = this.persisted.get(key);
       if (before?.equals(stored)) continue;
-      this.journal.append(encodeRecord(RecordType.namespace, [stored]));
+      this.append(RecordType.namespace, [stored]);
       this.persisted.set(key, stored);
       if (ns.kind !== 'collection') continue;
-      if (!before)
-        for (const entry of ns.byRid.values()) this.journal.append(encodeRecord(RecordType.documentPut, documentPut(ns, entry.raw)));
+      if (!before) for (const entry of ns.byRid.values()) this.append(RecordType.documentPut, documentPut(ns, entry.raw));
       ns.observer = this.observer;
     }
     for (const key of [...this.persisted.keys()]) {
       if (seen.has(key)) continue;
-      this.journal.append(encodeRecord(RecordType.namespaceRemoved, [encodeKey(key)]));
+      this.append(RecordType.namespaceRemoved, [encodeKey(key)]);
       this.persisted.delete(key);
     }
   }
@@ -303,7 +331,11 @@ export class DataDirectory {
     if (entries.length === 0) return;
     let ddl = false;
     for (const entry of entries) {
-      this.journal.append(encodeRecord(RecordType.oplogEntry, encodeOplogEntry(entry)));
+      const put = this.pendingPut;
+      if (put && entry.op === 'i' && entry.o === put.raw && entry.ui?.equals(put.collection.uuid)) {
+        this.pendingPut = undefined;
+        this.journal.append(encodeRecord(RecordType.oplogInsert, encodeOplogEntry(entry)));
+      } else this.append(RecordType.oplogEntry, encodeOplogEntry(entry));
       if (entry.op === 'c') ddl = true;
     }
     const last = entries[entries.length - 1];
@@ -318,7 +350,7 @@ export class DataDirectory {
       after: async (ctx, name) => {
         if (this.closed) return;
         if (!CATALOG_NEUTRAL.has(name)) this.syncCatalog();
-        this.journal.write();
+        this.write();
         if (this.journal.size > this.checkpointThreshold) this.checkpoint();
         else if (this.journal.unsynced && supportsWriteConcern(name, ctx.body) && asksForJournal(ctx.body)) await this.journal.sync();
       },
@@ -330,6 +362,7 @@ export class DataDirectory {
    * synchronously, so the state it captures is the state the new journal starts from.
    */
   checkpoint(): void {
+    this.pendingPut = undefined; // the checkpoint holds the document
     const generation = this.generation + 1;
     const tmp = join(this.dir, CHECKPOINT_TMP);
     const fd = openSync(tmp, 'w');

@@ -4,10 +4,27 @@
  * process being killed, since the kernel holds them. `sync` (fdatasync) makes them survive the
  * machine stopping too; concurrent callers share one fdatasync (group commit, as mongod's journal).
  */
-import { closeSync, fdatasync, ftruncateSync, openSync, writeSync } from 'node:fs';
+import { closeSync, fdatasync, ftruncateSync, openSync, writeSync, writevSync } from 'node:fs';
 import { promisify } from 'node:util';
 
 const fdatasyncAsync = promisify(fdatasync);
+/** Buffers per writev (Linux's IOV_MAX). */
+const IOV_MAX = 1024;
+
+/** Writes all of `parts`, in order, with writev (no copy into one buffer), IOV_MAX at a time. */
+export function writeParts(fd: number, parts: readonly Buffer[]): void {
+  for (let i = 0; i < parts.length; i += IOV_MAX) {
+    const chunk = parts.slice(i, i + IOV_MAX);
+    let total = 0;
+    for (const part of chunk) total += part.length;
+    const done = writevSync(fd, chunk);
+    // writev may write less than asked: the rest goes out with write(2).
+    if (done < total) {
+      const rest = Buffer.concat(chunk, total);
+      for (let at = done; at < total;) at += writeSync(fd, rest, at, total - at);
+    }
+  }
+}
 
 export class JournalFile {
   private readonly fd: number;
@@ -52,12 +69,11 @@ export class JournalFile {
   /** Writes what was appended (write(2): it survives the process, not yet the machine). */
   write(): void {
     if (this.pendingBytes === 0 || this.closed) return;
-    const bytes = this.pending.length === 1 ? this.pending[0] : Buffer.concat(this.pending, this.pendingBytes);
+    const parts = this.pending;
+    this.written += this.pendingBytes;
     this.pending = [];
     this.pendingBytes = 0;
-    let done = 0;
-    while (done < bytes.length) done += writeSync(this.fd, bytes, done, bytes.length - done);
-    this.written += bytes.length;
+    writeParts(this.fd, parts);
   }
 
   /** Writes what was appended and waits until it is on stable storage. */

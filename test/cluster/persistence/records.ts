@@ -23,6 +23,8 @@ export const RecordType = {
   documentDelete: 0x44, // 'D'
   /** An oplog entry: its fields as BSON, then its raw documents. */
   oplogEntry: 0x4f, // 'O'
+  /** An insert's oplog entry that is also the put of its document (`o`) into its collection (`ui`). */
+  oplogInsert: 0x49, // 'I'
 } as const;
 
 export type RecordTypeCode = (typeof RecordType)[keyof typeof RecordType];

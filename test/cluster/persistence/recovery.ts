@@ -64,11 +64,7 @@ class RecoveryModel {
       }
       case RecordType.documentPut: {
         const { uuid, doc } = splitDocument(payload);
-        let docs = this.documents.get(uuid);
-        if (!docs) this.documents.set(uuid, (docs = new Map()));
-        const key = canonicalKey(readId(doc));
-        // A rewrite keeps the document's place in natural order (Map.set keeps insertion order).
-        docs.set(key, ownedCopy(doc));
+        this.put(uuid, ownedCopy(doc));
         break;
       }
       case RecordType.documentDelete: {
@@ -79,9 +75,22 @@ class RecoveryModel {
       case RecordType.oplogEntry:
         this.instance.oplog.append(decodeOplogEntry(payload, ownedCopy));
         break;
+      case RecordType.oplogInsert: {
+        const entry = decodeOplogEntry(payload, ownedCopy);
+        this.instance.oplog.append(entry);
+        this.put(Buffer.from(entry.ui!.buffer).toString('hex'), entry.o as Buffer);
+        break;
+      }
       default:
         throw new DataDirectoryError(`unknown record type ${type}`);
     }
+  }
+
+  private put(uuid: string, doc: Buffer): void {
+    let docs = this.documents.get(uuid);
+    if (!docs) this.documents.set(uuid, (docs = new Map()));
+    // A rewrite keeps the document's place in natural order (Map.set keeps insertion order).
+    docs.set(canonicalKey(readId(doc)), doc);
   }
 
   /** Builds the node's catalog from the model. */

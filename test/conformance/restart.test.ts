@@ -37,32 +37,42 @@ function later(a: Timestamp, b: Timestamp): boolean {
   return a.t > b.t || (a.t === b.t && a.i > b.i);
 }
 
-/** Inserts with `writers` concurrent loops until `stop` resolves; returns the acknowledged `_id`s. */
-async function writeLoad(
-  client: MongoClient,
-  writers: number,
-  stop: Promise<void>,
-): Promise<{ acknowledged: number[]; lastTime: Timestamp }> {
-  const acknowledged: number[] = [];
-  let lastTime = new Timestamp({ t: 0, i: 0 });
-  let stopped = false;
-  void stop.then(() => (stopped = true));
-  await Promise.all(
-    Array.from({ length: writers }, async (_, w) => {
-      for (let n = 0; !stopped; n++) {
-        const _id = n * writers + w;
-        try {
-          const reply = await client.db('load').command({ insert: 'docs', documents: [{ _id, pad: 'x'.repeat(200) }] });
-          acknowledged.push(_id);
-          const time = reply.operationTime as Timestamp;
-          if (later(time, lastTime)) lastTime = time;
-        } catch {
-          return; // the node is gone: this write was not acknowledged
-        }
+/** Inserts from `writers` concurrent loops until the node stops answering (or `stop()`). */
+class WriteLoad {
+  /** `_id`s of the writes the node acknowledged. */
+  readonly acknowledged: number[] = [];
+  /** The latest operationTime of an acknowledged write. */
+  lastTime = new Timestamp({ t: 0, i: 0 });
+  readonly finished: Promise<void>;
+  private stopped = false;
+
+  constructor(client: MongoClient, writers: number) {
+    this.finished = Promise.all(Array.from({ length: writers }, (_, w) => this.writer(client, writers, w))).then(() => undefined);
+  }
+
+  private async writer(client: MongoClient, writers: number, w: number): Promise<void> {
+    for (let n = 0; !this.stopped; n++) {
+      const _id = n * writers + w;
+      try {
+        const reply = await client.db('load').command({ insert: 'docs', documents: [{ _id, pad: 'x'.repeat(200) }] });
+        this.acknowledged.push(_id);
+        const time = reply.operationTime as Timestamp;
+        if (later(time, this.lastTime)) this.lastTime = time;
+      } catch {
+        return; // the node is gone: this write was not acknowledged
       }
-    }),
-  );
-  return { acknowledged, lastTime };
+    }
+  }
+
+  /** Resolves once `count` writes were acknowledged (the load is under way). */
+  async reached(count: number): Promise<void> {
+    const deadline = Date.now() + 60_000;
+    while (this.acknowledged.length < count && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+
+  stop(): void {
+    this.stopped = true;
+  }
 }
 
 /** Reads a change stream until `done` says so (or 20 s pass). */
@@ -91,13 +101,13 @@ conformance('restarts with data', (target) => {
         const token: ResumeToken = marker._id as ResumeToken;
         await stream.close();
 
-        let stopLoad!: () => void;
-        const load = writeLoad(client, 4, new Promise<void>((resolve) => (stopLoad = resolve)));
-        await new Promise((resolve) => setTimeout(resolve, 400));
-        await node.kill(signal);
-        stopLoad();
-        const { acknowledged, lastTime } = await load;
-        assert.ok(acknowledged.length > 50, `the load wrote (${acknowledged.length} writes)`);
+        const load = new WriteLoad(client, 4);
+        await load.reached(200);
+        await node.kill(signal); // while the writers are still writing
+        load.stop();
+        await load.finished;
+        const { acknowledged, lastTime } = load;
+        assert.ok(acknowledged.length >= 200, `the load wrote (${acknowledged.length} writes)`);
 
         await node.start();
         const after = await connect();

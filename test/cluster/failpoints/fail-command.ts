@@ -45,10 +45,6 @@ export function failPointsOf(instance: Instance): Map<string, FailPoint> {
 
 /** A command error with mongod's code name for any code (ServerError knows only its own codes). */
 export class InjectedError extends ServerError {
-  constructor(code: number, message: string, extra: Record<string, unknown>, labels: string[]) {
-    super(code, message, extra, labels);
-  }
-
   override toReply(): Record<string, unknown> {
     return { ...super.toReply(), codeName: codeName(this.code) };
   }

@@ -169,7 +169,7 @@ class CheckpointWriter {
 export class DataDirectory {
   private journal: JournalFile;
   private generation: number;
-  /** Size of the last checkpoint (the journal may grow as large before the next one). */
+  /** Size of the last checkpoint (the journal may grow twice as large before the next one). */
   private checkpointBytes = 0;
   /** Stored definition of each persisted namespace, by key (namespaceKey). */
   private readonly persisted = new Map<string, Buffer>();
@@ -200,12 +200,7 @@ export class DataDirectory {
         directory.checkpoint();
         return directory;
       }
-      const recovered = recover(
-        instance,
-        join(dir, CHECKPOINT),
-        (generation) => journalFile(dir, generation),
-        (payload) => BSON.deserialize(payload),
-      );
+      const recovered = recover(instance, join(dir, CHECKPOINT), (generation) => journalFile(dir, generation));
       const directory = new DataDirectory(instance, dir, recovered.generation, recovered.journalBytes);
       // A restarted one-member replica set elects itself; the new primary writes a no-op (as mongod's).
       instance.noop({ msg: 'new primary' });

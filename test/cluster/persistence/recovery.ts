@@ -5,7 +5,7 @@
  * and its clock continues after the newest time it had handed out.
  */
 import { existsSync, statSync } from 'node:fs';
-import { Timestamp, UUID } from 'bson';
+import { BSON, type Timestamp, UUID } from 'bson';
 import type { Instance } from '../instance.js';
 import { Collection, View } from '../storage/collection.js';
 import type { IndexSpec } from '../storage/indexes.js';
@@ -117,9 +117,9 @@ class RecoveryModel {
 }
 
 /** The header of a checkpoint file, checked. */
-function readHeader(type: number, payload: Buffer, decode: (payload: Buffer) => Record<string, unknown>): CheckpointHeader {
+function readHeader(type: number, payload: Buffer): CheckpointHeader {
   if (type !== RecordType.header) throw new DataDirectoryError('the checkpoint does not start with its header');
-  const header = decode(payload) as unknown as CheckpointHeader;
+  const header = BSON.deserialize(payload) as CheckpointHeader;
   if (header.format !== CHECKPOINT_FORMAT) throw new DataDirectoryError(`not a ${CHECKPOINT_FORMAT} checkpoint`);
   if (header.version !== CHECKPOINT_VERSION)
     throw new DataDirectoryError(`checkpoint format version ${header.version} is not ${CHECKPOINT_VERSION}`);
@@ -137,18 +137,13 @@ export interface Recovered {
  * are empty). Throws DataDirectoryError when the checkpoint is damaged: a checkpoint is written
  * whole and renamed into place, so it is never legitimately torn.
  */
-export function recover(
-  instance: Instance,
-  checkpoint: string,
-  journalPath: (generation: number) => string,
-  decodeHeader: (payload: Buffer) => Record<string, unknown>,
-): Recovered {
+export function recover(instance: Instance, checkpoint: string, journalPath: (generation: number) => string): Recovered {
   const model = new RecoveryModel(instance);
   const reader = new RecordReader(checkpoint);
   let first = true;
   for (const { type, payload } of reader.records()) {
     if (first) {
-      model.header = readHeader(type, payload, decodeHeader);
+      model.header = readHeader(type, payload);
       first = false;
     } else model.apply(type, payload);
   }

@@ -1,5 +1,6 @@
 /**
- * `npm run cluster -- --port <p> [--replSet <name>] [--oplogSizeMB <n>] [--auth] [--usersFile <f>]`: runs one test-cluster
+ * `npm run cluster -- --port <p> [--replSet <name>] [--oplogSizeMB <n>] [--auth] [--usersFile <f>]
+ * [--setParameter enableTestCommands=1] [--dbpath <dir>]`: runs one test-cluster
  * node in this process. Prints its connection string as the first stdout line once it accepts
  * connections; exits cleanly on SIGTERM/SIGINT.
  */
@@ -17,6 +18,18 @@ function integer(min: number) {
   };
 }
 
+/** The server parameters `--setParameter` may set (mongod's names). */
+interface ServerParameters {
+  enableTestCommands?: boolean;
+}
+
+function serverParameter(value: string, previous: ServerParameters): ServerParameters {
+  const [name, setting] = value.split('=', 2);
+  if (name !== 'enableTestCommands') throw new InvalidArgumentError(`unknown server parameter '${name}' (only enableTestCommands)`);
+  if (!['0', '1', 'true', 'false'].includes(setting ?? '')) throw new InvalidArgumentError(`expected enableTestCommands=1 or =0`);
+  return { ...previous, enableTestCommands: setting === '1' || setting === 'true' };
+}
+
 const program = new Command('cluster')
   .description('Runs a MongoDB-wire-compatible test cluster node (a one-member replica set).')
   .option('--port <port>', 'TCP port (0 = any free port)', integer(0), 0)
@@ -26,7 +39,10 @@ const program = new Command('cluster')
   .option('--ttlIntervalMs <ms>', 'period of the TTL monitor (0 = off)', integer(0), 60_000)
   .option('--auth', 'turn access control on (also implied by --usersFile)')
   .option('--noauth', 'keep access control off even with --usersFile')
+  .option('--dbpath <dir>', "directory that keeps the node's data across restarts (default: in memory only)")
+  .option('--journalCheckpointMB <n>', 'with --dbpath: journal size that triggers a checkpoint', integer(1), 64)
   .option('--usersFile <path>', 'JSON or YAML list of {user, db, password, roles} created at start')
+  .option('--setParameter <name=value>', "server parameter, as mongod's (only enableTestCommands=1)", serverParameter, {})
   .parse();
 
 const opts = program.opts<{
@@ -38,6 +54,9 @@ const opts = program.opts<{
   auth?: boolean;
   noauth?: boolean;
   usersFile?: string;
+  setParameter: ServerParameters;
+  dbpath?: string;
+  journalCheckpointMB: number;
 }>();
 const users = opts.usersFile ? (parseYaml(await readFile(opts.usersFile, 'utf8')) as UserSpec[]) : undefined;
 if (users !== undefined && !Array.isArray(users)) throw new InvalidArgumentError(`${opts.usersFile}: expected a list of users`);
@@ -49,6 +68,9 @@ const cluster = await startCluster({
   ttlIntervalMs: opts.ttlIntervalMs,
   users,
   auth: opts.noauth ? false : opts.auth ? true : undefined,
+  enableTestCommands: opts.setParameter.enableTestCommands,
+  dbPath: opts.dbpath,
+  journalCheckpointMB: opts.journalCheckpointMB,
 });
 process.stdout.write(`${cluster.uri}\n`);
 

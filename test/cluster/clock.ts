@@ -20,6 +20,14 @@ export class ClusterClock {
     return new Timestamp({ t: this.seconds, i: this.increment });
   }
 
+  /** On restart: continues after `ts` (the newest time handed out before), never going back. */
+  advanceTo(ts: Timestamp): void {
+    if (compareTimestamps(ts, this.current()) > 0) {
+      this.seconds = ts.t;
+      this.increment = ts.i;
+    }
+  }
+
   /** The latest timestamp handed out (the cluster time clients see). */
   current(): Timestamp {
     return new Timestamp({ t: this.seconds, i: this.increment });

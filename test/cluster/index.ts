@@ -2,13 +2,11 @@
  * The test cluster's programmatic API, shared by tests, the demo and the benchmarks:
  * start a node in this process (`startCluster`) or in a child process (`spawnCluster`).
  */
-import { spawn } from 'node:child_process';
-import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { ClusterServer, type ServerOptions } from './server.js';
+import { ClusterProcess } from './process.js';
+
+export { ClusterProcess, type RestartOptions } from './process.js';
 
 export type ClusterOptions = ServerOptions;
 
@@ -40,6 +38,9 @@ export function clusterArgs(options: ClusterOptions): string[] {
   if (options.ttlIntervalMs !== undefined) args.push('--ttlIntervalMs', String(options.ttlIntervalMs));
   if (options.auth === true) args.push('--auth');
   if (options.auth === false) args.push('--noauth');
+  if (options.enableTestCommands) args.push('--setParameter', 'enableTestCommands=1');
+  if (options.dbPath !== undefined) args.push('--dbpath', options.dbPath);
+  if (options.journalCheckpointMB !== undefined) args.push('--journalCheckpointMB', String(options.journalCheckpointMB));
   return args;
 }
 
@@ -48,35 +49,12 @@ export const CLUSTER_MAIN = fileURLToPath(new URL('../../scripts/cluster.js', im
 
 /**
  * Starts a node in a child process; resolves once it accepts connections (its first stdout line
- * is the connection string). `stop()` sends SIGTERM and waits for the exit. `nodeArgs` are extra
- * flags for the child's node (benchmarks pass `--cpu-prof`).
+ * is the connection string). The handle (process.ts) also kills, restarts and freezes it:
+ * `stop()` sends SIGTERM and waits for the exit; `kill(signal)`, `start()`, `restart({signal})`,
+ * `freeze()`, `resume()`. `nodeArgs` are extra flags for the child's node (benchmarks pass `--cpu-prof`).
  */
-export async function spawnCluster(options: ClusterOptions = {}, nodeArgs: string[] = []): Promise<ClusterHandle & { pid: number }> {
-  const args = clusterArgs(options);
-  // Users go through a private file rather than the command line, so passwords stay out of `ps`.
-  const usersDir = options.users ? await mkdtemp(join(tmpdir(), 'ferry-cluster-users-')) : undefined;
-  if (usersDir) {
-    const file = join(usersDir, 'users.json');
-    await writeFile(file, JSON.stringify(options.users), { mode: 0o600 });
-    args.push('--usersFile', file);
-  }
-  const child = spawn(process.execPath, [...nodeArgs, CLUSTER_MAIN, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const lines = createInterface({ input: child.stdout! });
-  const uri = await new Promise<string>((resolve, reject) => {
-    lines.once('line', resolve);
-    child.once('exit', (code) => reject(new Error(`test cluster exited with code ${code} before listening`)));
-  });
-  if (usersDir) await rm(usersDir, { recursive: true, force: true });
-  lines.on('line', () => {}); // keep draining stdout
-  const port = Number(new URL(uri).port);
-  return {
-    uri,
-    port,
-    pid: child.pid!,
-    stop: async () => {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-      await exited;
-    },
-  };
+export async function spawnCluster(options: ClusterOptions = {}, nodeArgs: string[] = []): Promise<ClusterProcess> {
+  const node = new ClusterProcess(CLUSTER_MAIN, clusterArgs({ ...options, port: undefined }), nodeArgs, options.port ?? 0, options.users);
+  await node.start();
+  return node;
 }

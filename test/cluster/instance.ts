@@ -11,9 +11,10 @@ import { ClusterClock } from './clock.js';
 import { Oplog, type OplogEntry } from './oplog.js';
 import { CursorRegistry } from './cursor.js';
 import { ServerError } from './errors.js';
-import type { CommandContext, ConnectionInfo } from './commands/registry.js';
+import type { CommandHook, ConnectionInfo } from './commands/registry.js';
 import { recordReplicaSetConfig, seedSystemCollections } from './storage/system-collections.js';
 import { ServerCounters } from './counters.js';
+import { DataDirectory } from './persistence/data-directory.js';
 
 /** Options of a test-cluster node; every field has a default. */
 export interface InstanceOptions {
@@ -28,6 +29,18 @@ export interface InstanceOptions {
   noopIntervalMs?: number;
   /** Period of the TTL monitor in ms (default 60000, mongod's `ttlMonitorSleepSecs`); 0 disables. */
   ttlIntervalMs?: number;
+  /**
+   * Serves the test-only commands (`configureFailPoint`, `waitForFailPoint`), as mongod's
+   * `--setParameter enableTestCommands=1` (default false: they are CommandNotFound, as on mongod).
+   */
+  enableTestCommands?: boolean;
+  /**
+   * Directory where the node keeps its data across restarts (mongod's `--dbpath`; see
+   * persistence/data-directory.ts). Default none: the node's data lives in memory only.
+   */
+  dbPath?: string;
+  /** With `dbPath`: journal size in MB after which a checkpoint is written (default 64). */
+  journalCheckpointMB?: number;
 }
 
 /** Who is writing: session fields recorded with the write (transactions stage their writes). */
@@ -87,15 +100,14 @@ export class Instance {
   /** With users: the SASL mechanisms for `db.user` in a hello's `saslSupportedMechs`. */
   saslMechanismsFor?: (dbUser: string) => string[] | undefined;
   /**
-   * Called after each command with its reply and duration (the profiler installs it once some
-   * database profiles). Undefined = nothing to do.
-   */
-  afterCommand?: (ctx: CommandContext, command: string, reply: Record<string, unknown>, millis: number) => void;
-  /**
    * Called just before a stored document's bytes are replaced in place, so that open
    * transactions can keep the version their snapshot saw (txn/). Undefined = nobody needs it.
    */
   beforeReplace?: (collection: Collection, entry: DocEntry) => void;
+  /** Where the node keeps its data, when it has a `dbPath`. */
+  readonly dataDirectory: DataDirectory | undefined;
+  /** Run around every command, in order (fail points, the data directory's journal). */
+  readonly commandHooks: CommandHook[] = [];
   private timers: NodeJS.Timeout[] = [];
   /** Aborted when the node stops: waits (awaitable hello, change-stream getMore) end early. */
   readonly stopping = new AbortController();
@@ -108,16 +120,24 @@ export class Instance {
       oplogSizeMB: options.oplogSizeMB ?? 256,
       noopIntervalMs: options.noopIntervalMs ?? 10_000,
       ttlIntervalMs: options.ttlIntervalMs ?? 60_000,
+      enableTestCommands: options.enableTestCommands ?? false,
+      dbPath: options.dbPath ?? '',
+      journalCheckpointMB: options.journalCheckpointMB ?? 64,
     };
     this.replSetName = this.options.replSetName;
     this.oplog = new Oplog(this.options.oplogSizeMB * 1024 * 1024);
-    seedSystemCollections(this.catalog, {
-      replSetName: this.replSetName,
-      oplogSizeBytes: this.options.oplogSizeMB * 1024 * 1024,
-      startedAt: this.startedAt,
-    });
-    // mongod writes an initial no-op when a replica set is initiated.
-    this.noop({ msg: 'initiating set' });
+    const initiate = () => {
+      seedSystemCollections(this.catalog, {
+        replSetName: this.replSetName,
+        oplogSizeBytes: this.options.oplogSizeMB * 1024 * 1024,
+        startedAt: this.startedAt,
+      });
+      // mongod writes an initial no-op when a replica set is initiated.
+      this.noop({ msg: 'initiating set' });
+    };
+    // A node on a data directory starts from what it holds (and initiates only a new one).
+    if (this.options.dbPath) this.dataDirectory = DataDirectory.open(this, this.options.dbPath, initiate);
+    else initiate();
   }
 
   /** Starts the periodic background tasks (no-op writer; others register via `every`). */
@@ -140,6 +160,7 @@ export class Instance {
     for (const timer of this.timers) clearInterval(timer);
     this.timers = [];
     this.cursors.closeAll();
+    this.dataDirectory?.close();
   }
 
   /** The cluster time clients are told about (`$clusterTime`, `operationTime`). */

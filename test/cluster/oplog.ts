@@ -144,6 +144,16 @@ export class Oplog {
     return this.entries.slice(from, Math.min(this.entries.length, from + limit));
   }
 
+  /** The newest timestamp ever truncated (the data directory keeps it across restarts). */
+  truncatedThroughTs(): Timestamp | undefined {
+    return this.truncatedThrough;
+  }
+
+  /** On restart: entries through `ts` were truncated before (resuming there stays history lost). */
+  restoreTruncatedThrough(ts: Timestamp): void {
+    if (this.truncatedThrough === undefined || compareTimestamps(ts, this.truncatedThrough) > 0) this.truncatedThrough = ts;
+  }
+
   /** Number of live entries and their approximate bytes. */
   stats(): { count: number; bytes: number; maxBytes: number } {
     return { count: this.entries.length - this.head, bytes: this.bytes, maxBytes: this.maxBytes };

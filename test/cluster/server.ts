@@ -15,6 +15,7 @@ import { MsgFlag, decodeBody, encodeLegacyReply, encodeMsgReply, parseMessage } 
 import { installValidation } from './validation.js';
 import { startTtlMonitor } from './ttl.js';
 import { installAccessControl, type AccessOptions } from './auth/access.js';
+import { installFailPoints } from './failpoints/commands.js';
 import './commands/index.js';
 
 export interface ServerOptions extends InstanceOptions, AccessOptions {
@@ -41,6 +42,7 @@ export class ClusterServer {
     installValidation(this.instance);
     installAccessControl(this.instance, options);
     startTtlMonitor(this.instance);
+    installFailPoints(this.instance);
     this.server = net.createServer((socket) => this.accept(socket));
   }
 
@@ -65,7 +67,7 @@ export class ClusterServer {
   private accept(socket: net.Socket): void {
     this.sockets.add(socket);
     socket.setNoDelay(true);
-    const connection: ConnectionInfo = { id: this.nextConnectionId++, state: new Map() };
+    const connection: ConnectionInfo = { id: this.nextConnectionId++, state: new Map(), close: () => socket.destroy() };
     this.instance.counters.connectionOpened();
     let pending: Buffer[] = [];
     let pendingBytes = 0;

@@ -5,7 +5,7 @@
  */
 import { after, before, describe } from 'node:test';
 import { MongoClient, type Db } from 'mongodb';
-import { startCluster } from '../cluster/index.js';
+import { startCluster, type ClusterOptions } from '../cluster/index.js';
 
 export interface Target {
   /** Which deployment this is: 'test cluster' or 'MONGODB_URI'. */
@@ -20,8 +20,11 @@ export interface Target {
 
 let counter = 0;
 
-/** Declares `suite` once per target; `body` receives a getter for the started target. */
-export function conformance(suite: string, body: (target: () => Target) => void): void {
+/**
+ * Declares `suite` once per target; `body` receives a getter for the started target. `local`
+ * are the options of the test cluster the suite runs on (a real deployment is used as it is).
+ */
+export function conformance(suite: string, body: (target: () => Target) => void, local: ClusterOptions = {}): void {
   const targets: { name: string; uri?: string }[] = [{ name: 'test cluster' }, { name: 'MONGODB_URI', uri: process.env.MONGODB_URI }];
   for (const spec of targets) {
     const skip = spec.name === 'MONGODB_URI' && !spec.uri ? 'MONGODB_URI is not set' : false;
@@ -31,7 +34,7 @@ export function conformance(suite: string, body: (target: () => Target) => void)
       before(async () => {
         let uri = spec.uri;
         if (!uri) {
-          const cluster = await startCluster();
+          const cluster = await startCluster(local);
           uri = cluster.uri;
           stop = cluster.stop;
         }

@@ -133,7 +133,8 @@ export function installAccessControl(instance: Instance, options: AccessOptions)
   const enabled = options.auth ?? (options.users !== undefined && options.users.length > 0);
   const control = new AccessControl(instance, enabled);
   controls.set(instance, control);
-  for (const spec of options.users ?? []) control.users.add(spec);
+  // Users given at start that a data directory already holds are kept as they are.
+  for (const spec of options.users ?? []) if (!control.users.get(spec.db ?? 'admin', spec.user)) control.users.add(spec);
   instance.saslMechanismsFor = (dbUser) => control.mechanismsFor(dbUser);
   if (enabled) {
     instance.authorize = (connection, command, db, body, sequences) => control.authorize(connection, command, db, body, sequences);

@@ -2,7 +2,7 @@
  * The node's users: SCRAM credentials and built-in roles, mirrored into `admin.system.users`
  * as mongod stores them (`{_id: 'db.user', userId, user, db, credentials, roles}`).
  */
-import { UUID } from 'bson';
+import { type Binary, BSON, UUID } from 'bson';
 import { ServerError } from '../errors.js';
 import type { Catalog } from '../storage/catalog.js';
 import type { Collection } from '../storage/collection.js';
@@ -52,7 +52,16 @@ export function normalizeRoles(roles: unknown, defaultDb: string): RoleName[] {
 export class UserStore {
   private readonly users = new Map<string, StoredUser>();
 
-  constructor(private readonly catalog: Catalog) {}
+  constructor(private readonly catalog: Catalog) {
+    // A node restarted on its data directory finds its users where mongod keeps them.
+    const stored = catalog.get('admin', 'system.users');
+    if (stored?.kind !== 'collection') return;
+    for (const { raw } of stored.byRid.values()) {
+      const doc = BSON.deserialize(raw) as Omit<StoredUser, 'userId'> & { _id: string; userId: UUID | Binary };
+      const userId = doc.userId instanceof UUID ? doc.userId : new UUID(doc.userId.buffer);
+      this.users.set(doc._id, { user: doc.user, db: doc.db, userId, roles: doc.roles, credentials: doc.credentials });
+    }
+  }
 
   get size(): number {
     return this.users.size;

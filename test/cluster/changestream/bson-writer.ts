@@ -95,6 +95,31 @@ export class BsonWriter {
     return this;
   }
 
+  int32(name: string, value: number): this {
+    this.head(0x10, name);
+    this.ensure(4);
+    this.buf.writeInt32LE(value, this.pos);
+    this.pos += 4;
+    return this;
+  }
+
+  boolean(name: string, value: boolean): this {
+    this.head(0x08, name);
+    this.ensure(1);
+    this.buf[this.pos++] = value ? 1 : 0;
+    return this;
+  }
+
+  binary(name: string, subtype: number, bytes: Uint8Array): this {
+    this.head(0x05, name);
+    this.ensure(5 + bytes.length);
+    this.buf.writeInt32LE(bytes.length, this.pos);
+    this.buf[this.pos + 4] = subtype;
+    this.buf.set(bytes, this.pos + 5);
+    this.pos += 5 + bytes.length;
+    return this;
+  }
+
   null(name: string): this {
     this.head(0x0a, name);
     return this;

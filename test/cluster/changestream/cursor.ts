@@ -3,7 +3,8 @@
  * up to the resume point, applies the later stages and fills batches. A getMore with nothing to
  * return waits for new oplog entries up to its `maxTimeMS` (1 s when unset, as mongod's awaitData
  * default). Every batch carries a `postBatchResumeToken`: the token of the last event returned,
- * or a high-water mark at the newest oplog time read, so it advances while the stream is idle.
+ * or, once the scan reached the end of the oplog, a high-water mark at the newest oplog time read
+ * when that is later: it advances past writes the stream filters out, and while the stream is idle.
  */
 import { Timestamp } from 'bson';
 import { ServerError } from '../errors.js';
@@ -128,7 +129,14 @@ export class ChangeStreamCursor implements ServerCursor {
       if (docs.length >= limit || this.queue.length > 0) return;
       if (this.instance.oplog.droppedAfter(this.positionTs)) throw historyLost();
       const entries = this.instance.oplog.readAfter(this.positionTs, this.positionIndex, READ_CHUNK);
-      if (entries.length === 0) return;
+      if (entries.length === 0) {
+        // The scan reached the end of the oplog with nothing left to return: as mongod's, the
+        // token moves up to the newest entry read, past the writes the stream filtered out after
+        // its last event (PlanExecutorPipeline: an exhausted batch reports a high-water mark at
+        // the latest oplog timestamp; jstests/change_streams/report_post_batch_resume_token.js).
+        this.advanceHighWaterMark(this.positionTs);
+        return;
+      }
       for (const entry of entries) {
         this.consume(entry);
         if (this.queue.length > 0 && docs.length + this.queue.length >= limit) break;
@@ -149,10 +157,13 @@ export class ChangeStreamCursor implements ServerCursor {
       produced = true;
     }
     // Nothing to report from this entry: the high-water mark moves past it (never backwards).
-    if (!produced && this.queue.length === 0) {
-      const mark = highWaterMarkData(entry.ts);
-      if (compareTokens(mark, this.resumeToken) > 0) this.resumeToken = mark;
-    }
+    if (!produced && this.queue.length === 0) this.advanceHighWaterMark(entry.ts);
+  }
+
+  /** Reports a high-water mark at `ts` unless the token is already later. */
+  private advanceHighWaterMark(ts: Timestamp): void {
+    const mark = highWaterMarkData(ts);
+    if (compareTokens(mark, this.resumeToken) > 0) this.resumeToken = mark;
   }
 
   /** False while the event is at or before the resume point (it is swallowed). */

@@ -50,7 +50,8 @@ export async function dispatch(
   bodyOverride?: Record<string, unknown>,
 ): Promise<CommandReply> {
   let reply: CommandReply;
-  let ran: { ctx: CommandContext; name: string; started: number } | undefined;
+  let ctx: CommandContext | undefined;
+  let started = 0;
   try {
     const body = bodyOverride ?? decodeBody(raw);
     // Document sequences stand for array fields of the body.
@@ -65,10 +66,9 @@ export async function dispatch(
     }
     checkKnownFields(name, body);
     instance.counters.countCommand(name, body, sequences);
-    if (!spec.noAuth) instance.authorize?.(connection, name, db, body, sequences);
     const lsid = body.lsid as { id: never } | undefined;
     const txnNumber = body.txnNumber === undefined ? undefined : Long.fromValue(body.txnNumber as number);
-    const ctx: CommandContext = {
+    ctx = {
       instance,
       db,
       body,
@@ -77,13 +77,25 @@ export async function dispatch(
       op: { lsid, txnNumber, bypassWriteBlocking: instance.bypassesWriteBlocking?.(connection) ?? true },
       connection,
     };
-    if (instance.afterCommand) ran = { ctx, name, started: performance.now() };
-    reply = await wrapper(ctx, name, async () => spec.handler(ctx));
+    started = performance.now();
+    // mongod evaluates the failCommand fail point before access checks (ExecCommandDatabase).
+    for (const hook of instance.commandHooks) await hook.before?.(ctx, name);
+    if (!spec.noAuth) instance.authorize?.(connection, name, db, body, sequences);
+    const context = ctx;
+    reply = await wrapper(context, name, async () => spec.handler(context));
     if (reply.ok === undefined) reply.ok = 1;
   } catch (e) {
     reply = e instanceof ServerError ? e.toReply() : new ServerError('InternalError', String((e as Error)?.message ?? e)).toReply();
   }
-  if (ran) instance.afterCommand?.(ran.ctx, ran.name, reply, performance.now() - ran.started);
+  if (ctx) {
+    const name = Object.keys(ctx.body)[0];
+    try {
+      const millis = performance.now() - started;
+      for (const hook of instance.commandHooks) await hook.after?.(ctx, name, reply, millis);
+    } catch (e) {
+      reply = e instanceof ServerError ? e.toReply() : new ServerError('InternalError', String((e as Error)?.message ?? e)).toReply();
+    }
+  }
   const time = instance.clusterTime();
   reply.$clusterTime = {
     clusterTime: time,

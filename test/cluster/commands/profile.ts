@@ -168,7 +168,7 @@ defineCommand({
     state.databases.set(db, { level, ...(filter ? { filter } : {}) });
     if (level > 0) {
       profileCollection(instance, db);
-      instance.afterCommand = record;
+      if (!instance.commandHooks.some((hook) => hook.after === record)) instance.commandHooks.push({ after: record });
     }
     return reply;
   },

@@ -11,6 +11,8 @@ export interface ConnectionInfo {
   user?: string;
   /** Set by commands that authenticate (SASL conversations keep state here). */
   state: Map<string, unknown>;
+  /** Drops the connection without a reply (fail points' `closeConnection`); set by the server. */
+  close?: () => void;
 }
 
 export interface CommandContext {
@@ -29,6 +31,16 @@ export interface CommandContext {
 }
 
 export type CommandReply = Record<string, unknown>;
+
+/**
+ * Code that runs around every command (fail points, the data directory's journal). `before` runs
+ * once the command is known and its fields checked, before access control, and may fail or delay
+ * it; `after` sees the reply (success or error) and the command's duration, and may add to it or delay it.
+ */
+export interface CommandHook {
+  before?(ctx: CommandContext, name: string): void | Promise<void>;
+  after?(ctx: CommandContext, name: string, reply: CommandReply, millis: number): void | Promise<void>;
+}
 
 export interface CommandSpec {
   /** The command's name as it appears as the body's first field. */

@@ -154,7 +154,7 @@ function sections(instance: Instance): Record<string, { byDefault: boolean; buil
         dropPendingIdents: Long.fromNumber(0),
         supportsSnapshotReadConcern: true,
         readOnly: false,
-        persistent: false,
+        persistent: instance.dataDirectory !== undefined,
         backupCursorOpen: false,
       }),
     },

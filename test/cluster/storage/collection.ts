@@ -30,6 +30,15 @@ export interface CollectionOptions {
   [option: string]: unknown;
 }
 
+/**
+ * Told of every document a collection stores (inserts and rewrites) or removes, after the change:
+ * the data directory's journal (persistence/). Transaction forks inherit it from their collection.
+ */
+export interface DocumentObserver {
+  stored(collection: Collection, entry: DocEntry): void;
+  removed(collection: Collection, entry: DocEntry): void;
+}
+
 /** What a non-capped insert evicts (shared: nothing). */
 const NONE_EVICTED: readonly DocEntry[] = [];
 
@@ -56,6 +65,8 @@ export class Collection {
    * fail their next getMore, as mongod's do when they no longer find its UUID.
    */
   dropped = false;
+  /** Told of this collection's document changes (undefined: nobody; see DocumentObserver). */
+  observer: DocumentObserver | undefined = undefined;
 
   constructor(
     public db: string,
@@ -119,6 +130,7 @@ export class Collection {
     }
     this.byRid.set(entry.rid, entry);
     this.dataSize += raw.length;
+    this.observer?.stored(this, entry);
     return { entry, evicted: this.capped ? this.evictOverflow(entry) : NONE_EVICTED };
   }
 
@@ -148,6 +160,7 @@ export class Collection {
     }
     this.dataSize += raw.length - entry.raw.length;
     entry.raw = raw;
+    this.observer?.stored(this, entry);
   }
 
   remove(entry: DocEntry): void {
@@ -159,6 +172,7 @@ export class Collection {
     this.byId.delete(entry.id);
     this.byRid.delete(entry.rid);
     this.dataSize -= entry.raw.length;
+    this.observer?.removed(this, entry);
   }
 
   /** Removes the oldest documents beyond the capped size/max, never the one just inserted. */

@@ -3,8 +3,10 @@
  * write (returned again, without re-executing, when the driver retries it) and the session's
  * transaction. Sessions live until `endSessions`.
  */
-import { Binary, type Long } from 'bson';
+import { Binary, BSON, type Long } from 'bson';
 import type { Instance } from '../instance.js';
+import type { Collection } from '../storage/collection.js';
+import { encodeDocument, prepareForInsert, typed } from '../raw.js';
 import type { CommandReply } from '../commands/registry.js';
 import type { Transaction } from './transaction.js';
 
@@ -58,7 +60,50 @@ export function sessionsOf(instance: Instance): SessionRegistry {
   let registry = registries.get(instance);
   if (!registry) {
     registry = new SessionRegistry();
+    restoreRetryableWrites(instance, registry);
     registries.set(instance, registry);
   }
   return registry;
+}
+
+/**
+ * Where a session's latest retryable write is kept: `config.transactions`, one document per
+ * session as mongod keeps it (`_id: lsid`, `txnNum`, `lastWriteDate`), with the recorded reply
+ * in `ferryReply` (mongod finds it again in the oplog instead), so that a node restarted on its
+ * data directory still answers a retried write without running it again.
+ */
+function transactionsCollection(instance: Instance): Collection | undefined {
+  const ns = instance.catalog.get('config', 'transactions');
+  return ns?.kind === 'collection' ? ns : undefined;
+}
+
+/** Records a session's latest retryable write (see transactionsCollection). */
+export function recordRetryableWrite(instance: Instance, session: Session): void {
+  const collection = transactionsCollection(instance);
+  if (!collection || !session.retryable || !session.txnNumber) return;
+  const { doc, id } = prepareForInsert(
+    encodeDocument({
+      _id: { id: session.lsid.id },
+      txnNum: session.txnNumber,
+      lastWriteDate: new Date(),
+      ferryReply: { command: session.retryable.command, reply: new Binary(encodeDocument(session.retryable.reply)) },
+    }),
+  );
+  const existing = collection.get(id);
+  if (existing) collection.replace(existing, doc);
+  else collection.insert(doc, id);
+}
+
+function restoreRetryableWrites(instance: Instance, registry: SessionRegistry): void {
+  for (const { raw } of transactionsCollection(instance)?.byRid.values() ?? []) {
+    const doc = BSON.deserialize(raw, { promoteLongs: false }) as {
+      _id: { id: Binary };
+      txnNum: Long;
+      ferryReply?: { command: string; reply: Binary };
+    };
+    if (!doc.ferryReply) continue;
+    const session = registry.get(doc._id);
+    session.txnNumber = doc.txnNum;
+    session.retryable = { command: doc.ferryReply.command, reply: BSON.deserialize(doc.ferryReply.reply.buffer, typed) };
+  }
 }

@@ -13,7 +13,7 @@ import { setCommandWrapper } from '../commands/dispatch.js';
 import type { CommandContext, CommandReply } from '../commands/registry.js';
 import { ServerError } from '../errors.js';
 import { isChangeStreamPipeline } from '../changestream/open.js';
-import { type Session, SessionRegistry, sessionsOf } from './sessions.js';
+import { recordRetryableWrite, type Session, SessionRegistry, sessionsOf } from './sessions.js';
 import { Transaction } from './transaction.js';
 
 /** Writes the driver retries (retryable writes). */
@@ -74,6 +74,7 @@ async function retryableWrite(ctx: CommandContext, name: string, run: () => Prom
   session.retryable = undefined;
   const reply = await run();
   session.retryable = { command: name, reply: { ...reply } };
+  recordRetryableWrite(ctx.instance, session);
   return reply;
 }
 

@@ -21,7 +21,6 @@ import { rm, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Command } from 'commander';
-import { redactUris } from '../src/log/redact.js';
 import { spawnCluster, type ClusterHandle } from '../test/cluster/index.js';
 import { startFerry, type FerryProcess, type Progress } from '../test/e2e/ferry-process.js';
 import { generateDataset, type GenerateReport } from './generate.js';
@@ -33,6 +32,7 @@ import { readApplyHistograms } from './lib/ferry-metrics.js';
 import { assertAppliesChanges, describeProgress, watchProgress } from './lib/sync-watch.js';
 import { startWorkload, type Workload, type WorkloadStats } from './workload.js';
 import { runIfEntryPoint } from './lib/entry-point.js';
+import { redactUris } from '../src/domain/credentials.js';
 
 /** Options of `runDemo`. */
 export interface DemoOptions {

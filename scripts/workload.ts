@@ -23,8 +23,8 @@ import { Double, Int32, MongoClient, type AnyBulkWriteOperation, type Document }
 import { positiveNumber, integer } from './lib/cli-numbers.js';
 import { COLLECTIONS, type CollectionDefinition } from './lib/dataset.js';
 import { createRandom, type Random } from './lib/random.js';
-import { redactUris } from '../src/log/redact.js';
 import { runIfEntryPoint } from './lib/entry-point.js';
+import { redactUris } from '../src/domain/credentials.js';
 
 /** Options of `startWorkload`. */
 export interface WorkloadOptions {

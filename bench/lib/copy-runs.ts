@@ -20,13 +20,13 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import { MongoClient } from 'mongodb';
-import { redactUris } from '../../src/log/redact.js';
 import { spawnCluster, type ClusterHandle } from '../../test/cluster/index.js';
 import { copyFinished, startFerry } from '../../test/e2e/ferry-process.js';
 import { watchProgress } from '../../scripts/lib/sync-watch.js';
 import type { GenerateReport } from '../../scripts/generate.js';
 import type { UsageSampler } from './process-usage.js';
 import { GiB, MiB, round } from './results.js';
+import { redactUris } from '../../src/domain/credentials.js';
 
 /** A cluster process the harness can measure. */
 export type MeasuredCluster = ClusterHandle & { pid: number };

@@ -1,3 +1,4 @@
+import { redactUris } from '../domain/credentials.js';
 /**
  * Every failure Ferry reports over the control API. Each class has a stable PascalCase `error`
  * name (what scripts match on), a fixed HTTP status, and a human `errorDescription` (the message).
@@ -9,7 +10,6 @@
  * state, 413 body too large, 422 the clusters cannot serve this request, 501 not in this build,
  * 502 a cluster could not be reached or answered with an error, 500 a bug in Ferry.
  */
-import { redactUris } from '../log/redact.js';
 
 /** The JSON body of every failed response. */
 export interface ErrorResponse {

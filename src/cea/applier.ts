@@ -29,22 +29,24 @@
 import { performance } from 'node:perf_hooks';
 import type { Document, Timestamp } from 'bson';
 import { BsonType, decodeDocument, findElement, readChangeEvent, type ChangeEventFields } from '../bson/index.js';
-import { namespaceOf, NamespaceRecords } from '../meta/namespaces.js';
+import { NamespaceRecords } from '../meta/namespaces.js';
 import { PartitionTable } from '../meta/partitions.js';
-import type { SyncPhase } from '../meta/resume.js';
 import type { ApplierContext, ApplierSnapshot, ChangeApplier } from '../sync/applier.js';
 import { ApplyPool } from './apply-pool.js';
 import { ChangeStreamReader } from './change-stream-reader.js';
 import { ChangeStreamCheckpoints, type StreamPosition } from './checkpoint.js';
 import { idKey, laneOf } from './document-key.js';
-import { DdlApplier, isDdlOperation, notAfter } from './ddl.js';
+import { DdlApplier, isDdlOperation } from './ddl.js';
 import { ChangeStreamHistoryLost, UnexpectedChangeEvent } from './errors.js';
 import { isCrudOperation } from './crud-event.js';
 import { LagTracker } from './lag.js';
 import { Lanes, type LaneBatch } from './lanes.js';
-import { describeTime, timeAfter } from './resume-token.js';
-import { COMMIT_LAG_LIMIT_SECONDS, type CeaSettings } from './settings.js';
+import { type CeaSettings } from './settings.js';
 import { sweepTombstones } from './tombstones.js';
+import { namespaceOf } from '../domain/namespaces.js';
+import type { SyncPhase } from '../domain/states.js';
+import { notAfter, describeTime, timeAfter } from '../domain/time.js';
+import { COMMIT_LAG_LIMIT_SECONDS } from '../domain/constants.js';
 
 /** A point of the stream reached once the lanes' watermark passes `seq`. */
 interface Candidate {

@@ -20,7 +20,8 @@ import { BsonType, decodeValue, findElement, forEachElement } from '../bson/inde
 import { isTransientError } from '../copy/transient.js';
 import type { Logger } from '../log/logger.js';
 import { ChangeStreamHistoryLost, HISTORY_LOST_ADVICE } from './errors.js';
-import { laterTime, tokenTime } from './resume-token.js';
+import { tokenTime } from './resume-token.js';
+import { laterTime } from '../domain/time.js';
 
 /** Where a stream starts: after a resume token, or at a source time (T0). */
 export type StreamStart = { startAfter: Document } | { startAtOperationTime: Timestamp };

@@ -23,16 +23,19 @@
  */
 import type { Document, Timestamp } from 'bson';
 import type { MongoClient } from 'mongodb';
-import type { StartRequest } from '../api/start-request.js';
 import type { Logger } from '../log/logger.js';
-import { namespaceOf, type NamespaceRecord, type NamespaceRecords } from '../meta/namespaces.js';
+import { type NamespaceRecord, type NamespaceRecords } from '../meta/namespaces.js';
 import { createPlan } from '../plan/collection-options.js';
 import { createOnDestination, DestinationConflict } from '../plan/destination.js';
-import { indexBuildTime, isHashedIndex, temporaryIndex, TEMPORARY_TTL_SECONDS, type IndexPlan } from '../plan/indexes.js';
+import { isHashedIndex, temporaryIndex } from '../plan/indexes.js';
 import type { NamespaceSelector } from '../plan/namespaces.js';
 import { namespaceRecord } from '../sync/initial-copy.js';
 import { DdlApplicationError } from './errors.js';
 import { buildIndex, resyncCollection } from './resync.js';
+import type { StartRequest } from '../domain/start-request.js';
+import { namespaceOf } from '../domain/namespaces.js';
+import { indexBuildTime, type IndexPlan } from '../domain/catalog.js';
+import { TEMPORARY_TTL_SECONDS } from '../domain/constants.js';
 
 export interface DdlContext {
   source: MongoClient;

@@ -14,13 +14,14 @@
 import type { Document } from 'bson';
 import type { Collection, Db } from 'mongodb';
 import { compareBsonValues, findId, TYPE_FAITHFUL } from '../bson/index.js';
-import { namespaceOf, type NamespaceRecord } from '../meta/namespaces.js';
+import { type NamespaceRecord } from '../meta/namespaces.js';
 import { createOnDestination, DestinationConflict } from '../plan/destination.js';
-import { indexBuildTime, type IndexPlan } from '../plan/indexes.js';
 import { namespaceRecord } from '../sync/initial-copy.js';
 import type { DdlContext } from './ddl.js';
 import { sendStatements } from './destination-writes.js';
 import { upsertStatement } from './write-plan.js';
+import { namespaceOf } from '../domain/namespaces.js';
+import { indexBuildTime, type IndexPlan } from '../domain/catalog.js';
 
 const WRITE_CONCERN = { w: 'majority' } as const;
 const INDEX_OPTIONS_CONFLICT = 85;

@@ -17,14 +17,16 @@
  * the sweep. Then the tombstones are removed. A crash during the sweep runs it again.
  */
 import type { Document, MongoClient } from 'mongodb';
-import { METADATA_DATABASE, METADATA_COLLECTIONS } from '../meta/names.js';
+import { METADATA_COLLECTIONS } from '../meta/names.js';
 import { TYPE_FAITHFUL_READ, type MetadataStore } from '../meta/store.js';
 import { RawDocumentBuilder } from './raw-document.js';
 import { driverDocumentSequence } from '../copy/write-path.js';
 import { deserialize, serialize } from 'bson';
 import { findId, TYPE_FAITHFUL } from '../bson/index.js';
 import type { Logger } from '../log/logger.js';
+import { splitNamespace } from '../domain/namespaces.js';
 import { idKey } from './document-key.js';
+import { METADATA_DATABASE } from '../domain/namespaces.js';
 
 const DUPLICATE_KEY = 11000;
 const WRITE_CONCERN = { w: 'majority' } as const;
@@ -69,11 +71,6 @@ interface TombstoneDocument {
 function keyOf(id: unknown): string {
   const doc = serialize({ _id: id });
   return idKey(doc, findId(doc));
-}
-
-function splitNamespace(ns: string): { db: string; coll: string } {
-  const dot = ns.indexOf('.');
-  return { db: ns.slice(0, dot), coll: ns.slice(dot + 1) };
 }
 
 /** The binary collation: strings equal only when their bytes are. */

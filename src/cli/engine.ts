@@ -1,5 +1,5 @@
 /**
- * Which SyncEngine the daemon runs: the migration engine (src/sync/), with the options' copy
+ * Which SyncControl the daemon runs: the migration engine (src/sync/), with the options' copy
  * settings, change-event application (src/cea/) with its settings, and the daemon's logger; and
  * the heap size of the worker threads it will start.
  */
@@ -11,7 +11,7 @@ import { configureWorkerHeap } from '../copy/worker-heap.js';
 import { MigrationEngine } from '../sync/engine.js';
 import { engineSettings } from '../sync/settings.js';
 
-/** The engine (a SyncEngine), typed as itself so that the daemon can expose its histograms. */
+/** The engine (a SyncControl), typed as itself so that the daemon can expose its histograms. */
 export function createEngine(options: FerryOptions, logger: Logger): MigrationEngine {
   const applySettings = ceaSettings(options);
   const settings = engineSettings(options);

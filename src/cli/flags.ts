@@ -4,8 +4,9 @@
  */
 import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
-import { DEFAULTS, VERBOSITY_LEVELS } from '../config/options.js';
+import { DEFAULTS } from '../config/options.js';
 import type { RawOptions } from '../config/resolve.js';
+import { VERBOSITY_LEVELS } from '../domain/constants.js';
 
 const PACKAGE_JSON = new URL('../../../package.json', import.meta.url);
 

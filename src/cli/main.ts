@@ -9,14 +9,15 @@
 import { CommanderError } from 'commander';
 import { buildServer } from '../api/server.js';
 import { ConfigError } from '../config/errors.js';
-import { LOOPBACK_ADDRESSES, type FerryOptions } from '../config/options.js';
+import { type FerryOptions } from '../config/options.js';
 import { resolveOptions } from '../config/resolve.js';
 import { createLogger, type LogHandle } from '../log/logger.js';
-import { redactUris } from '../log/redact.js';
 import { renderPrometheus } from '../metrics/index.js';
 import { StateMachine } from '../state/machine.js';
 import { createEngine } from './engine.js';
 import { parseFlags } from './flags.js';
+import { LOOPBACK_ADDRESSES } from '../domain/constants.js';
+import { redactUris } from '../domain/credentials.js';
 
 /** Exit code for a bad command line, config file or connection string. */
 const EXIT_USAGE = 2;

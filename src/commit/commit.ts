@@ -16,15 +16,15 @@
  */
 import type { Timestamp } from 'bson';
 import type { MongoClient } from 'mongodb';
-import type { StartRequest } from '../api/start-request.js';
 import { millisecondsVariable } from '../config/environment.js';
 import type { Logger } from '../log/logger.js';
 import { NamespaceRecords } from '../meta/namespaces.js';
 import type { MetadataStore } from '../meta/store.js';
-import { describeTime } from '../cea/resume-token.js';
 import { CommitRecord, type CommitDocument } from './commit-store.js';
 import { describeFailure, planRestore, runRestore } from './restore.js';
 import { blocksDestination, blocksSource, setUserWriteBlocking } from './write-blocking.js';
+import type { StartRequest } from '../domain/start-request.js';
+import { describeTime } from '../domain/time.js';
 
 export interface CommitContext {
   source: MongoClient;

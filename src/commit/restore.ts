@@ -21,8 +21,9 @@
 import type { Document } from 'bson';
 import type { MongoClient } from 'mongodb';
 import { TYPE_FAITHFUL } from '../bson/index.js';
-import { namespaceOf, type NamespaceRecord } from '../meta/namespaces.js';
-import { ID_INDEX_NAME } from '../plan/indexes.js';
+import { type NamespaceRecord } from '../meta/namespaces.js';
+import { namespaceOf } from '../domain/namespaces.js';
+import { ID_INDEX_NAME } from '../domain/constants.js';
 
 /** One `collMod` that puts one characteristic back. */
 export interface RestoreStep {

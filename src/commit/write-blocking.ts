@@ -10,7 +10,7 @@
  * - `none`: nothing is blocked.
  */
 import type { MongoClient } from 'mongodb';
-import type { WriteBlocking } from '../api/start-request.js';
+import type { WriteBlocking } from '../domain/start-request.js';
 
 /** Turns user write blocking on or off on a whole cluster. Idempotent. */
 export async function setUserWriteBlocking(client: MongoClient, on: boolean): Promise<void> {

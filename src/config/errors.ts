@@ -1,8 +1,8 @@
+import { redactUris } from '../domain/credentials.js';
 /**
  * A problem with how Ferry was started (flags, config file, connection strings). The CLI prints
  * its message as one line and exits non-zero before touching anything.
  */
-import { redactUris } from '../log/redact.js';
 
 export class ConfigError extends Error {
   constructor(message: string, options?: ErrorOptions) {

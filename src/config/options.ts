@@ -2,11 +2,8 @@
  * Everything an operator can set when starting Ferry. Each option is set by a flag of the same
  * name (`--loadLevel 2`) or by the same key in the YAML file given with `--config`; flags win.
  */
-import type { ClusterEndpoint } from './clusters.js';
-
-/** Log levels, least to most severe, as mongosync names them. */
-export const VERBOSITY_LEVELS = ['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR', 'FATAL', 'PANIC'] as const;
-export type Verbosity = (typeof VERBOSITY_LEVELS)[number];
+import type { ClusterEndpoint } from '../domain/clusters.js';
+import type { Verbosity } from '../domain/constants.js';
 
 export type LoadLevel = 1 | 2 | 3 | 4;
 
@@ -84,6 +81,3 @@ export const DEFAULTS = Object.freeze({
   verbosity: 'INFO' as Verbosity,
   disableVerification: false,
 });
-
-/** Interfaces on which the unauthenticated API is reachable only from this machine. */
-export const LOOPBACK_ADDRESSES: readonly string[] = ['127.0.0.1', '::1', 'localhost'];

@@ -7,7 +7,8 @@ import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { parseClusterUri } from './clusters.js';
 import { ConfigError } from './errors.js';
-import { DEFAULTS, LOAD_LEVELS, VERBOSITY_LEVELS, type FerryOptions, type LoadLevel, type LoadProfile, type Verbosity } from './options.js';
+import { DEFAULTS, LOAD_LEVELS, type FerryOptions, type LoadLevel, type LoadProfile } from './options.js';
+import { VERBOSITY_LEVELS, type Verbosity } from '../domain/constants.js';
 
 /** Option values as given: strings from flags, YAML scalars from the file. */
 export type RawOptions = Record<string, unknown>;

@@ -7,8 +7,8 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { pino, type DestinationStream, type Logger as PinoLogger } from 'pino';
 import { ConfigError } from '../config/errors.js';
-import type { Verbosity } from '../config/options.js';
-import { redactUris } from './redact.js';
+import type { Verbosity } from '../domain/constants.js';
+import { redactUris } from '../domain/credentials.js';
 
 export type Logger = PinoLogger<'panic'>;
 

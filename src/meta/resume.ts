@@ -9,12 +9,9 @@
  * initial copy is complete; only change-event application remains).
  */
 import type { Timestamp } from 'bson';
-import type { StartRequest } from '../api/start-request.js';
-import type { RecoverableState } from '../state/engine.js';
+import type { StartRequest } from '../domain/start-request.js';
+import type { RecoverableState, SyncPhase } from '../domain/states.js';
 import { InstanceCollection, METADATA_WRITE_CONCERN, type MetadataStore } from './store.js';
-
-export const SYNC_PHASES = ['planning', 'copying', 'buildingIndexes', 'copied'] as const;
-export type SyncPhase = (typeof SYNC_PHASES)[number];
 
 export interface PhaseTransition {
   phase: SyncPhase;

@@ -11,7 +11,8 @@
 import { deserialize, serialize, type Document } from 'bson';
 import { decodeValue, findElement, TYPE_FAITHFUL } from '../bson/index.js';
 import { ReadConcern, type Collection, type Db, type MongoClient, type WriteConcernSettings } from 'mongodb';
-import { METADATA_COLLECTIONS, METADATA_DATABASE } from './names.js';
+import { METADATA_COLLECTIONS } from './names.js';
+import { METADATA_DATABASE } from '../domain/namespaces.js';
 
 /** Write concern of every metadata write. */
 export const METADATA_WRITE_CONCERN: WriteConcernSettings = Object.freeze({ w: 'majority' });

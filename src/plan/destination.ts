@@ -9,8 +9,9 @@
  */
 import { EJSON, type Document } from 'bson';
 import type { Db, MongoClient } from 'mongodb';
-import { namespaceOf, type NamespaceRecord } from '../meta/namespaces.js';
+import { type NamespaceRecord } from '../meta/namespaces.js';
 import { TYPE_FAITHFUL_READ } from '../meta/store.js';
+import { namespaceOf } from '../domain/namespaces.js';
 
 /** The destination already holds a namespace Ferry must create, in another form. */
 export class DestinationConflict extends Error {

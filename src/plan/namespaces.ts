@@ -21,27 +21,8 @@
  * Validation of the request's shape is the API's; this module only compiles and matches, throwing
  * `InvalidNamespaceFilterError` for what it cannot match on.
  */
-import { METADATA_DATABASE, SYSTEM_COLLECTION_PREFIX, SYSTEM_DATABASES } from '../meta/names.js';
-
-/** A regular expression as given in a filter entry. */
-export interface RegexFilter {
-  /** The pattern, in MongoDB `$regex` syntax. */
-  pattern: string;
-  /** Option letters among `i`, `m`, `s`, `x`, `u`, in any order. Default: none. */
-  options?: string;
-}
-
-/** One element of `includeNamespaces` or `excludeNamespaces`. */
-export interface NamespaceFilter {
-  /** Exact database name. */
-  database?: string;
-  /** Databases whose names match this expression. */
-  databaseRegex?: RegexFilter;
-  /** Exact collection names within the matched databases. */
-  collections?: string[];
-  /** Collections of the matched databases whose names match this expression. */
-  collectionsRegex?: RegexFilter;
-}
+import { isReservedCollection, isReservedDatabase } from '../domain/namespaces.js';
+import type { NamespaceFilter, RegexFilter } from '../domain/start-request.js';
 
 /** Answers which namespaces a sync covers. */
 export interface NamespaceSelector {
@@ -59,16 +40,6 @@ export interface NamespaceSelector {
 export class InvalidNamespaceFilterError extends Error {
   override readonly name = 'InvalidNamespaceFilterError';
   readonly code = 'InvalidNamespaceFilter';
-}
-
-/** Whether a database is never synced whatever the filters say. */
-export function isReservedDatabase(db: string): boolean {
-  return db === METADATA_DATABASE || SYSTEM_DATABASES.includes(db);
-}
-
-/** Whether a collection is never synced whatever the filters say. */
-export function isReservedCollection(coll: string): boolean {
-  return coll.startsWith(SYSTEM_COLLECTION_PREFIX);
 }
 
 /** Removes whitespace and `#` comments outside character classes (the `x` option of PCRE). */

@@ -5,16 +5,16 @@
  * A refused or failed request leaves the state exactly as it was.
  */
 import { InvalidStateTransition, NotReadyToCommit, NotReversible } from '../api/errors.js';
-import type { StartRequest } from '../api/start-request.js';
-import type { ClusterEndpoint } from '../config/clusters.js';
 import type { Logger } from '../log/logger.js';
-import { redactUris } from '../log/redact.js';
-import type { EngineEvent, SyncEngine } from './engine.js';
 import { buildProgress, type Progress } from './progress.js';
-import { COMMANDS, isTransition, type Command, type State } from './states.js';
+import type { StartRequest } from '../domain/start-request.js';
+import type { ClusterEndpoint } from '../domain/clusters.js';
+import { redactUris } from '../domain/credentials.js';
+import type { SyncEvent, SyncControl } from '../domain/sync-control.js';
+import { COMMANDS, isTransition, type Command, type State } from '../domain/states.js';
 
 export interface StateMachineOptions {
-  engine: SyncEngine;
+  engine: SyncControl;
   clusters: { cluster0: ClusterEndpoint; cluster1: ClusterEndpoint };
   /** This instance's id (`mongosyncID`). */
   id: string;
@@ -31,7 +31,7 @@ export class StateMachine {
   #closing = false;
   /** Set once the engine is closed: its events no longer apply. */
   #closed = false;
-  readonly #engine: SyncEngine;
+  readonly #engine: SyncControl;
   readonly #options: StateMachineOptions;
   readonly #logger: Logger;
 
@@ -160,8 +160,8 @@ export class StateMachine {
     });
   }
 
-  #onEngineEvent(event: EngineEvent): void {
-    const expected: Record<EngineEvent['type'], { from: State; to: State }> = {
+  #onEngineEvent(event: SyncEvent): void {
+    const expected: Record<SyncEvent['type'], { from: State; to: State }> = {
       commitCompleted: { from: 'COMMITTING', to: 'COMMITTED' },
       reverseCompleted: { from: 'REVERSING', to: 'RUNNING' },
       failed: { from: 'RUNNING', to: 'PAUSED' },

@@ -15,9 +15,9 @@ import {
   ShardingRequired,
   UnsupportedTopology,
 } from '../api/errors.js';
-import type { StartRequest } from '../api/start-request.js';
-import type { ClusterEndpoint, ClusterName } from '../config/clusters.js';
 import { createNamespaceSelector } from '../plan/namespaces.js';
+import type { StartRequest } from '../domain/start-request.js';
+import type { ClusterEndpoint, ClusterName } from '../domain/clusters.js';
 
 export type Topology = 'replicaSet' | 'sharded' | 'standalone';
 

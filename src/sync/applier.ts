@@ -12,13 +12,14 @@
  */
 import type { Timestamp } from 'bson';
 import type { MongoClient } from 'mongodb';
-import type { StartRequest } from '../api/start-request.js';
 import type { Logger } from '../log/logger.js';
-import type { ResumeDocument, SyncPhase } from '../meta/resume.js';
+import type { ResumeDocument } from '../meta/resume.js';
 import type { MetadataStore } from '../meta/store.js';
 import type { HistogramSet } from '../metrics/index.js';
 import type { NamespaceSelector } from '../plan/namespaces.js';
-import type { EngineSnapshot } from '../state/engine.js';
+import type { StartRequest } from '../domain/start-request.js';
+import type { SyncPhase } from '../domain/states.js';
+import type { SyncSnapshot } from '../domain/sync-control.js';
 
 export interface ApplierContext {
   source: MongoClient;
@@ -43,7 +44,7 @@ export interface ApplierContext {
 export interface ApplierSnapshot {
   /** Change events applied by this process. */
   eventsApplied: number;
-  lag?: EngineSnapshot['lag'];
+  lag?: SyncSnapshot['lag'];
   /** The copy is complete (and checked) and lag is small enough for commit (mongosync: ≤ 30 s). */
   caughtUp: boolean;
   /** Why application stopped for good, with what the operator must do (e.g. history lost). */

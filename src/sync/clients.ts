@@ -4,7 +4,7 @@
  * and nowhere else.
  */
 import { MongoClient } from 'mongodb';
-import type { ClusterEndpoint } from '../config/clusters.js';
+import type { ClusterEndpoint } from '../domain/clusters.js';
 
 /** How long a cluster may take to be found before an operation fails (the driver's default is 30 s). */
 export const SERVER_SELECTION_TIMEOUT_MS = 15_000;

@@ -9,9 +9,9 @@
  */
 import type { SharedCounters } from '../copy/shared-state.js';
 import type { NamespaceRecord } from '../meta/namespaces.js';
-import type { EngineSnapshot } from '../state/engine.js';
+import type { SyncSnapshot } from '../domain/sync-control.js';
 
-type IndexBuilding = NonNullable<EngineSnapshot['indexBuilding']>;
+type IndexBuilding = NonNullable<SyncSnapshot['indexBuilding']>;
 
 export class CopyProgress {
   #totalBytes: number | undefined;
@@ -66,8 +66,8 @@ export class CopyProgress {
     return this.#finished;
   }
 
-  figures(): Pick<EngineSnapshot, 'estimatedTotalBytes' | 'estimatedCopiedBytes' | 'indexBuilding'> {
-    const figures: Pick<EngineSnapshot, 'estimatedTotalBytes' | 'estimatedCopiedBytes' | 'indexBuilding'> = {};
+  figures(): Pick<SyncSnapshot, 'estimatedTotalBytes' | 'estimatedCopiedBytes' | 'indexBuilding'> {
+    const figures: Pick<SyncSnapshot, 'estimatedTotalBytes' | 'estimatedCopiedBytes' | 'indexBuilding'> = {};
     if (this.#totalBytes !== undefined) {
       figures.estimatedTotalBytes = this.#totalBytes;
       figures.estimatedCopiedBytes = this.copiedBytes;

@@ -29,17 +29,13 @@ import {
   InvalidStateTransition,
   NotImplemented,
 } from '../api/errors.js';
-import type { StartRequest } from '../api/start-request.js';
-import { CLUSTER_NAMES, type ClusterEndpoint, type ClusterName } from '../config/clusters.js';
 import type { Logger } from '../log/logger.js';
-import { redactUris } from '../log/redact.js';
 import { NamespaceRecords } from '../meta/namespaces.js';
 import { PartitionTable } from '../meta/partitions.js';
-import { ResumeStore, type ResumeDocument, type SyncPhase } from '../meta/resume.js';
+import { ResumeStore, type ResumeDocument } from '../meta/resume.js';
 import { MetadataStore } from '../meta/store.js';
 import { HistogramSet } from '../metrics/index.js';
 import { createNamespaceSelector } from '../plan/namespaces.js';
-import type { EngineEvent, EngineSnapshot, RecoveredState, SyncEngine } from '../state/engine.js';
 import { runPreflight } from '../state/preflight.js';
 import { ChangeStreamHistoryLost } from '../cea/errors.js';
 import { CommitProcess, commitRetryInterval } from '../commit/commit.js';
@@ -50,6 +46,11 @@ import { CopyProgress } from './copy-progress.js';
 import { InitialCopy } from './initial-copy.js';
 import type { EngineSettings } from './settings.js';
 import { captureStartTime } from './start-time.js';
+import type { StartRequest } from '../domain/start-request.js';
+import { CLUSTER_NAMES, type ClusterEndpoint, type ClusterName } from '../domain/clusters.js';
+import { redactUris } from '../domain/credentials.js';
+import type { SyncPhase } from '../domain/states.js';
+import type { SyncEvent, SyncSnapshot, RecoveredState, SyncControl } from '../domain/sync-control.js';
 
 export interface MigrationEngineOptions {
   /** The two clusters of `--cluster0` / `--cluster1`. */
@@ -117,13 +118,13 @@ function refuseUnsupported(request: StartRequest): void {
   }
 }
 
-export class MigrationEngine implements SyncEngine {
+export class MigrationEngine implements SyncControl {
   readonly #options: MigrationEngineOptions;
   readonly #logger: Logger;
   readonly #clients = new Map<ClusterName, MongoClient>();
   readonly #progress = new CopyProgress();
   readonly #histograms = new HistogramSet();
-  #report: (event: EngineEvent) => void = () => {};
+  #report: (event: SyncEvent) => void = () => {};
   #sync: ActiveSync | undefined;
   #phase: SyncPhase | undefined;
   /** Why a sync recovered PAUSED had stopped (from its metadata), until it runs again. */
@@ -148,7 +149,7 @@ export class MigrationEngine implements SyncEngine {
     return this.#histograms;
   }
 
-  attach(report: (event: EngineEvent) => void): void {
+  attach(report: (event: SyncEvent) => void): void {
     this.#report = report;
   }
 
@@ -497,13 +498,13 @@ export class MigrationEngine implements SyncEngine {
     );
   }
 
-  snapshot(): EngineSnapshot {
+  snapshot(): SyncSnapshot {
     const sync = this.#sync;
     if (sync === undefined) return { info: null, eventsApplied: 0, readyToCommit: false, warnings: [] };
     const applier = sync.applier?.snapshot();
     const copied = this.#phase === 'copied';
     const applies = this.#options.applier !== undefined;
-    const snapshot: EngineSnapshot = {
+    const snapshot: SyncSnapshot = {
       info:
         this.#applicationStopped ??
         (!copied ? 'collection copy' : applies ? 'change event application' : 'copy complete; change event application not available'),

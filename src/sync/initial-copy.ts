@@ -14,23 +14,26 @@
  * `stop()` makes `run` return `stopped` at the next safe point (partitions checkpoint first).
  */
 import type { Document, MongoClient } from 'mongodb';
-import type { StartRequest } from '../api/start-request.js';
 import { CopyPool } from '../copy/pool.js';
 import { CopyScheduler } from '../copy/scheduler.js';
 import type { Logger } from '../log/logger.js';
-import { namespaceOf, NamespaceRecords, type NamespaceRecord } from '../meta/namespaces.js';
+import { NamespaceRecords, type NamespaceRecord } from '../meta/namespaces.js';
 import { PartitionTable } from '../meta/partitions.js';
-import { ResumeStore, type ResumeDocument, type SyncPhase } from '../meta/resume.js';
+import { ResumeStore, type ResumeDocument } from '../meta/resume.js';
 import type { MetadataStore } from '../meta/store.js';
 import type { HistogramSet } from '../metrics/index.js';
 import { readSourceCatalog, type SourceNamespace } from '../plan/catalog.js';
 import { createPlan } from '../plan/collection-options.js';
 import { planCollectionCopy } from '../plan/copy-plan.js';
 import { buildIndexesOnDestination, createOnDestination, forEachBounded } from '../plan/destination.js';
-import { indexBuildTime, indexesToBuild, type IndexBuildTime } from '../plan/indexes.js';
+import { indexesToBuild } from '../plan/indexes.js';
 import type { NamespaceSelector } from '../plan/namespaces.js';
 import type { CopyProgress } from './copy-progress.js';
 import { INDEX_BUILD_PARALLELISM, PLANNING_PARALLELISM, type EngineSettings } from './settings.js';
+import type { StartRequest } from '../domain/start-request.js';
+import { namespaceOf } from '../domain/namespaces.js';
+import type { SyncPhase } from '../domain/states.js';
+import { indexBuildTime, type IndexBuildTime } from '../domain/catalog.js';
 
 export interface InitialCopyContext {
   source: MongoClient;

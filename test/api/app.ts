@@ -5,12 +5,12 @@
 import type { FastifyInstance } from 'fastify';
 import { pino } from 'pino';
 import { buildServer } from '../../src/api/server.js';
-import type { StartRequest } from '../../src/api/start-request.js';
 import { parseClusterUri } from '../../src/config/clusters.js';
 import type { Logger } from '../../src/log/logger.js';
 import { StateMachine } from '../../src/state/machine.js';
 import type { Progress } from '../../src/state/progress.js';
 import { FakeEngine } from './fake-engine.js';
+import type { StartRequest } from '../../src/domain/start-request.js';
 
 export const CLUSTERS = {
   cluster0: parseClusterUri('cluster0', 'mongodb://ferry:s3cret@db0.example.net:27018,db0b.example.net/?replicaSet=rs0'),

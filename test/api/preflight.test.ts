@@ -9,12 +9,13 @@ import { createServer } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { MongoClient } from 'mongodb';
 import type { FerryError } from '../../src/api/errors.js';
-import type { StartRequest } from '../../src/api/start-request.js';
-import { parseClusterUri, type ClusterEndpoint } from '../../src/config/clusters.js';
-import { METADATA_DATABASE } from '../../src/meta/names.js';
+import { parseClusterUri } from '../../src/config/clusters.js';
 import { checkTopologies, runPreflight, topologyOf, type Topology } from '../../src/state/preflight.js';
 import { startClusterPair, type ClusterPair } from '../helpers/clusters.js';
 import { START_REQUEST as REQUEST } from './app.js';
+import type { StartRequest } from '../../src/domain/start-request.js';
+import type { ClusterEndpoint } from '../../src/domain/clusters.js';
+import { METADATA_DATABASE } from '../../src/domain/namespaces.js';
 
 async function refusal(run: () => Promise<void> | void): Promise<FerryError> {
   try {

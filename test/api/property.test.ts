@@ -8,14 +8,14 @@ import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import fc from 'fast-check';
 import { ClusterUnreachable } from '../../src/api/errors.js';
-import type { EngineEvent } from '../../src/state/engine.js';
-import { COMMANDS, isTransition, type Command, type State } from '../../src/state/states.js';
 import { buildTestApp, VALID_START, type TestApp } from './app.js';
 import { assertProgressRules } from './progress-rules.js';
+import type { SyncEvent } from '../../src/domain/sync-control.js';
+import { COMMANDS, isTransition, type Command, type State } from '../../src/domain/states.js';
 
 type Step =
   | { kind: 'request'; command: Command; body: unknown; valid: boolean; reversible: boolean }
-  | { kind: 'event'; event: EngineEvent['type'] }
+  | { kind: 'event'; event: SyncEvent['type'] }
   | { kind: 'failNext'; command: Command }
   | { kind: 'figures'; ready: boolean; copied: number; total: number; lag: number | undefined; events: number };
 
@@ -60,7 +60,7 @@ const step: fc.Arbitrary<Step> = fc.oneof(
   { weight: 5, arbitrary: requestStep },
   {
     weight: 3,
-    arbitrary: weighted<EngineEvent['type']>([
+    arbitrary: weighted<SyncEvent['type']>([
       ['commitCompleted', 3],
       ['reverseCompleted', 2],
       ['failed', 1],
@@ -130,7 +130,7 @@ async function run(t: TestApp, steps: Step[]): Promise<void> {
     } else if (s.kind === 'event') {
       t.engine.emit(s.event === 'failed' ? { type: 'failed', error: new Error('network gone') } : { type: s.event });
       await new Promise((resolve) => setImmediate(resolve));
-      const moves: Record<EngineEvent['type'], [State, State]> = {
+      const moves: Record<SyncEvent['type'], [State, State]> = {
         commitCompleted: ['COMMITTING', 'COMMITTED'],
         reverseCompleted: ['REVERSING', 'RUNNING'],
         failed: ['RUNNING', 'PAUSED'],

@@ -6,10 +6,10 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import { ClusterUnreachable, DestinationNotEmpty, FerryError, NotImplemented } from '../../src/api/errors.js';
-import { COMMANDS, STATES, type Command, type State } from '../../src/state/states.js';
 import { buildTestApp, VALID_START, type TestApp } from './app.js';
 import { FakeEngine, gate } from './fake-engine.js';
 import { assertProgressRules } from './progress-rules.js';
+import { COMMANDS, STATES, type Command, type State } from '../../src/domain/states.js';
 
 const REVERSIBLE_START = { ...VALID_START, reversible: true, enableUserWriteBlocking: true };
 const BODIES: Record<Command, object> = { start: VALID_START, pause: {}, resume: {}, commit: {}, reverse: {} };

@@ -5,10 +5,10 @@ import assert from 'node:assert/strict';
 import type { Document } from 'bson';
 import type { MongoClient } from 'mongodb';
 import { pino } from 'pino';
-import type { StartRequest } from '../../src/api/start-request.js';
 import { CommitProcess } from '../../src/commit/commit.js';
 import type { Logger } from '../../src/log/logger.js';
 import { MetadataStore } from '../../src/meta/store.js';
+import type { StartRequest } from '../../src/domain/start-request.js';
 
 const logger = pino({ level: 'silent' }) as unknown as Logger;
 

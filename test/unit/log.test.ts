@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { createLogger, LOG_FILE_NAME } from '../../src/log/logger.js';
-import { redactUris } from '../../src/log/redact.js';
+import { redactUris } from '../../src/domain/credentials.js';
 
 function lines(path: string): Record<string, unknown>[] {
   return readFileSync(path, 'utf8')

@@ -1,13 +1,9 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import {
-  compileRegexFilter,
-  createNamespaceSelector,
-  InvalidNamespaceFilterError,
-  type NamespaceFilter,
-} from '../../src/plan/namespaces.js';
-import { METADATA_DATABASE } from '../../src/meta/names.js';
+import { compileRegexFilter, createNamespaceSelector, InvalidNamespaceFilterError } from '../../src/plan/namespaces.js';
+import type { NamespaceFilter } from '../../src/domain/start-request.js';
+import { METADATA_DATABASE } from '../../src/domain/namespaces.js';
 
 describe('namespace selection: what is never synced', () => {
   const everything = createNamespaceSelector();

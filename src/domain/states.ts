@@ -35,3 +35,14 @@ export const TRANSITIONS: ReadonlyArray<readonly [State, State]> = Object.freeze
 export function isTransition(from: State, to: State): boolean {
   return TRANSITIONS.some(([a, b]) => a === from && b === to);
 }
+
+/** States a sync's metadata records, and so the states a restart with the same `--id` can find. */
+export type RecoverableState = 'RUNNING' | 'PAUSED' | 'COMMITTING' | 'COMMITTED' | 'REVERSING';
+
+/**
+ * Where the initial copy of a sync stands, recorded before each part begins: `planning` (catalog
+ * recorded, destination prepared, partition table written) → `copying` → `buildingIndexes` (only
+ * when indexes are built after the copy) → `copied` (only change-event application remains).
+ */
+export const SYNC_PHASES = ['planning', 'copying', 'buildingIndexes', 'copied'] as const;
+export type SyncPhase = (typeof SYNC_PHASES)[number];

@@ -1,15 +1,13 @@
 /**
- * What the state machine asks of the migration machinery (copy, change-event application,
- * commit, metadata). The state machine is the one owner of state: the engine never changes it,
- * it only carries out what it is asked and reports what happened by itself through `attach`.
+ * What the state machine (src/state/) asks of the sync (src/sync/, which sequences the phases).
+ * The state machine is the one owner of state: the sync never changes it, it only carries out
+ * what it is asked and reports what happened by itself through `attach`.
  *
  * Every method may throw a FerryError (reported to the API caller as is); anything else is
  * reported as InternalError. The state machine serializes calls: no two run at once.
  */
-import type { StartRequest } from '../api/start-request.js';
-
-/** States the engine can report after a restart with the same `--id`. */
-export type RecoverableState = 'RUNNING' | 'PAUSED' | 'COMMITTING' | 'COMMITTED' | 'REVERSING';
+import type { StartRequest } from './start-request.js';
+import type { RecoverableState } from './states.js';
 
 export interface RecoveredState {
   state: RecoverableState;
@@ -17,8 +15,8 @@ export interface RecoveredState {
   request: StartRequest;
 }
 
-/** What happened in the background, reported by the engine. */
-export type EngineEvent =
+/** What happened in the background, reported by the sync. */
+export type SyncEvent =
   /** Commit finished: destination complete, characteristics restored. COMMITTING → COMMITTED. */
   | { type: 'commitCompleted' }
   /** Reverse finished setting up the other direction. REVERSING → RUNNING. */
@@ -27,8 +25,8 @@ export type EngineEvent =
   | { type: 'failed'; error: Error };
 
 /** In-memory figures for progress. Must be cheap: progress calls it on every request. */
-export interface EngineSnapshot {
-  /** What the engine is doing (`collection copy`, `change event application`, ...); null when nothing. */
+export interface SyncSnapshot {
+  /** What the sync is doing (`collection copy`, `change event application`, ...); null when nothing. */
   info: string | null;
   /** Estimated bytes to copy; undefined until the copy phase has an estimate. */
   estimatedTotalBytes?: number;
@@ -45,10 +43,10 @@ export interface EngineSnapshot {
   warnings: string[];
 }
 
-export interface SyncEngine {
+export interface SyncControl {
   /** Called once, before anything else, with the state machine's receiver of background events. */
-  attach(report: (event: EngineEvent) => void): void;
-  /** On process start: the persisted state of an earlier run with this `--id`, continued in the background; undefined when none. */
+  attach(report: (event: SyncEvent) => void): void;
+  /** On process start: the recorded state of an earlier run with this `--id`, continued in the background; undefined when none. */
   recover(): Promise<RecoveredState | undefined>;
   /** Checks the clusters for this request (reachable, topology, change streams, empty destination namespaces). Changes nothing. */
   preflight(request: StartRequest): Promise<void>;
@@ -63,7 +61,7 @@ export interface SyncEngine {
   /** Begins syncing in the other direction; reports `reverseCompleted`. */
   reverse(): Promise<void>;
   /** In-memory figures only; never awaits a cluster. */
-  snapshot(): EngineSnapshot;
+  snapshot(): SyncSnapshot;
   /** Stops cleanly after recording state (SIGINT/SIGTERM). */
   close(): Promise<void>;
 }

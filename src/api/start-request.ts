@@ -13,8 +13,8 @@ import {
   type StartRequest,
   type WriteBlocking,
 } from '../domain/start-request.js';
-import { createNamespaceSelector, InvalidNamespaceFilterError } from '../plan/namespaces.js';
-import { InvalidRequest } from './errors.js';
+import { createNamespaceSelector } from '../plan/namespaces.js';
+import { InvalidNamespaceFilter, InvalidRequest } from '../errors/errors.js';
 
 /** The body as the schema guarantees it; rules below check the rest. */
 export interface StartBody {
@@ -60,7 +60,7 @@ function checkFilters(request: StartRequest): void {
   try {
     createNamespaceSelector(request.includeNamespaces, request.excludeNamespaces);
   } catch (error) {
-    if (error instanceof InvalidNamespaceFilterError) throw new InvalidRequest(error.message);
+    if (error instanceof InvalidNamespaceFilter) throw new InvalidRequest(error.message);
     throw error;
   }
 }

@@ -37,7 +37,6 @@ import { ChangeStreamReader } from './change-stream-reader.js';
 import { ChangeStreamCheckpoints, type StreamPosition } from './checkpoint.js';
 import { idKey, laneOf } from './document-key.js';
 import { DdlApplier, isDdlOperation } from './ddl.js';
-import { ChangeStreamHistoryLost, UnexpectedChangeEvent } from './errors.js';
 import { isCrudOperation } from './crud-event.js';
 import { LagTracker } from './lag.js';
 import { Lanes, type LaneBatch } from './lanes.js';
@@ -47,6 +46,7 @@ import { namespaceOf } from '../domain/namespaces.js';
 import type { SyncPhase } from '../domain/states.js';
 import { notAfter, describeTime, timeAfter } from '../domain/time.js';
 import { COMMIT_LAG_LIMIT_SECONDS } from '../domain/constants.js';
+import { ChangeStreamHistoryLost, UnexpectedChangeEvent } from '../errors/errors.js';
 
 /** A point of the stream reached once the lanes' watermark passes `seq`. */
 interface Candidate {

@@ -10,12 +10,12 @@
  */
 import type { MongoClient } from 'mongodb';
 import { documentEnd } from '../bson/index.js';
-import { isTransientError } from '../copy/transient.js';
 import { readCrudEvent, type CrudEvent } from './crud-event.js';
 import { sendStatements } from './destination-writes.js';
 import { lookUpMovedDocuments } from './moved-documents.js';
 import { recordTombstones, tombstoneDocument } from './tombstones.js';
 import { planWrites, type NamespaceWrites } from './write-plan.js';
+import { isTransient } from '../cluster/errors.js';
 
 /** One batch, as the main thread hands it to a worker (plain data; `events` is transferred). */
 export interface ApplyTask {
@@ -94,7 +94,7 @@ export async function applyBatch(task: ApplyTask, resources: ApplyResources): Pr
         lookedUp: results.reduce((sum, r) => sum + r.lookedUp, 0),
       };
     } catch (error) {
-      if (!isTransientError(error) || retry >= TRANSIENT_RETRIES) throw error;
+      if (!isTransient(error) || retry >= TRANSIENT_RETRIES) throw error;
       await sleep(FIRST_BACKOFF_MS * 2 ** retry);
     }
   }

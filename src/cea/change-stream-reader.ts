@@ -17,11 +17,11 @@ import type { Document, Timestamp } from 'bson';
 import { Long } from 'bson';
 import { MongoError, type ClientSession, type MongoClient } from 'mongodb';
 import { BsonType, decodeValue, findElement, forEachElement } from '../bson/index.js';
-import { isTransientError } from '../copy/transient.js';
 import type { Logger } from '../log/logger.js';
-import { ChangeStreamHistoryLost, HISTORY_LOST_ADVICE } from './errors.js';
 import { tokenTime } from './resume-token.js';
 import { laterTime } from '../domain/time.js';
+import { ChangeStreamHistoryLost } from '../errors/errors.js';
+import { isTransient } from '../cluster/errors.js';
 
 /** Where a stream starts: after a resume token, or at a source time (T0). */
 export type StreamStart = { startAfter: Document } | { startAtOperationTime: Timestamp };
@@ -57,7 +57,7 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
 
 function isResumable(error: unknown): boolean {
   if (error instanceof MongoError && error.hasErrorLabel('ResumableChangeStreamError')) return true;
-  return isTransientError(error);
+  return isTransient(error);
 }
 
 function isHistoryLost(error: unknown): boolean {
@@ -100,10 +100,7 @@ export class ChangeStreamReader {
         return batch;
       } catch (error) {
         if (isHistoryLost(error)) {
-          throw new ChangeStreamHistoryLost(
-            `The source's change stream history was lost (${(error as Error).message}): ${HISTORY_LOST_ADVICE}`,
-            { cause: error },
-          );
+          throw new ChangeStreamHistoryLost({ reason: (error as Error).message }, { cause: error });
         }
         if (this.#closed || !isResumable(error) || attempt >= RESUME_ATTEMPTS) throw error;
         this.#options.logger.warn(

@@ -26,16 +26,16 @@ import type { MongoClient } from 'mongodb';
 import type { Logger } from '../log/logger.js';
 import { type NamespaceRecord, type NamespaceRecords } from '../meta/namespaces.js';
 import { createPlan } from '../plan/collection-options.js';
-import { createOnDestination, DestinationConflict } from '../plan/destination.js';
+import { createOnDestination } from '../plan/destination.js';
 import { isHashedIndex, temporaryIndex } from '../plan/indexes.js';
 import type { NamespaceSelector } from '../plan/namespaces.js';
 import { namespaceRecord } from '../sync/initial-copy.js';
-import { DdlApplicationError } from './errors.js';
 import { buildIndex, resyncCollection } from './resync.js';
 import type { StartRequest } from '../domain/start-request.js';
 import { namespaceOf } from '../domain/namespaces.js';
 import { indexBuildTime, type IndexPlan } from '../domain/catalog.js';
 import { TEMPORARY_TTL_SECONDS } from '../domain/constants.js';
+import { DestinationConflict, DdlApplicationFailed } from '../errors/errors.js';
 
 export interface DdlContext {
   source: MongoClient;
@@ -87,7 +87,7 @@ async function ignoring<T>(codes: readonly number[], action: () => Promise<T>): 
 function namespaceOfEvent(event: Document, field: 'ns' | 'to'): Namespace {
   const value = event[field] as { db?: unknown; coll?: unknown } | undefined;
   if (typeof value?.db !== 'string' || typeof value.coll !== 'string') {
-    throw new DdlApplicationError(`${String(event.operationType)} event without a ${field} namespace`);
+    throw new DdlApplicationFailed(`${String(event.operationType)} event without a ${field} namespace`);
   }
   return { db: value.db, coll: value.coll };
 }

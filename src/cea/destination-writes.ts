@@ -18,18 +18,7 @@ import { deserialize } from 'bson';
 import type { Db, Document } from 'mongodb';
 import { TYPE_FAITHFUL } from '../bson/index.js';
 import { driverDocumentSequence } from '../copy/write-path.js';
-
-/** A write the destination refused. */
-export class ApplyWriteError extends Error {
-  override readonly name = 'ApplyWriteError';
-  constructor(
-    message: string,
-    /** The server's error code. */
-    readonly code: number | undefined,
-  ) {
-    super(message);
-  }
-}
+import { ApplyWriteRefused } from '../errors/errors.js';
 
 const DUPLICATE_KEY = 11000;
 const WRITE_CONCERN = { w: 'majority' } as const;
@@ -89,7 +78,9 @@ async function sendChunk(db: Db, kind: StatementKind, coll: string, statements: 
   });
   const concern = reply.writeConcernError as { code?: number; errmsg?: string } | undefined;
   if (concern !== undefined) {
-    throw new ApplyWriteError(`${kind} on ${db.databaseName}.${coll}: write concern not satisfied: ${concern.errmsg ?? ''}`, concern.code);
+    throw new ApplyWriteRefused(`${kind} on ${db.databaseName}.${coll}: write concern not satisfied: ${concern.errmsg ?? ''}`, {
+      serverCode: concern.code,
+    });
   }
   return (reply.writeErrors ?? []) as ServerWriteError[];
 }
@@ -107,9 +98,9 @@ export async function sendStatements(db: Db, kind: StatementKind, coll: string, 
           continue;
         }
         // The statement is user data: name it by position and size only.
-        throw new ApplyWriteError(
+        throw new ApplyWriteRefused(
           `${kind} on ${db.databaseName}.${coll} refused statement #${error.index} of ${pending.length} (${pending[error.index]?.length ?? '?'} bytes): code ${error.code}: ${error.errmsg ?? 'no message'}`,
-          error.code,
+          { serverCode: error.code },
         );
       }
       pending = retry;

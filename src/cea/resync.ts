@@ -15,13 +15,14 @@ import type { Document } from 'bson';
 import type { Collection, Db } from 'mongodb';
 import { compareBsonValues, findId, TYPE_FAITHFUL } from '../bson/index.js';
 import { type NamespaceRecord } from '../meta/namespaces.js';
-import { createOnDestination, DestinationConflict } from '../plan/destination.js';
+import { createOnDestination } from '../plan/destination.js';
 import { namespaceRecord } from '../sync/initial-copy.js';
 import type { DdlContext } from './ddl.js';
 import { sendStatements } from './destination-writes.js';
 import { upsertStatement } from './write-plan.js';
 import { namespaceOf } from '../domain/namespaces.js';
 import { indexBuildTime, type IndexPlan } from '../domain/catalog.js';
+import { DestinationConflict } from '../errors/errors.js';
 
 const WRITE_CONCERN = { w: 'majority' } as const;
 const INDEX_OPTIONS_CONFLICT = 85;

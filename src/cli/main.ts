@@ -8,7 +8,6 @@
  */
 import { CommanderError } from 'commander';
 import { buildServer } from '../api/server.js';
-import { ConfigError } from '../config/errors.js';
 import { type FerryOptions } from '../config/options.js';
 import { resolveOptions } from '../config/resolve.js';
 import { createLogger, type LogHandle } from '../log/logger.js';
@@ -18,6 +17,7 @@ import { createEngine } from './engine.js';
 import { parseFlags } from './flags.js';
 import { LOOPBACK_ADDRESSES } from '../domain/constants.js';
 import { redactUris } from '../domain/credentials.js';
+import { InvalidConfiguration } from '../errors/errors.js';
 
 /** Exit code for a bad command line, config file or connection string. */
 const EXIT_USAGE = 2;
@@ -38,7 +38,7 @@ function readOptions(argv: readonly string[]): FerryOptions {
       if (error.exitCode === 0) process.exit(0);
       exitWithError(`${error.message.replace(/^error: /, '')} (see ferry --help)`, EXIT_USAGE);
     }
-    if (error instanceof ConfigError) exitWithError(error.message, EXIT_USAGE);
+    if (error instanceof InvalidConfiguration) exitWithError(error.message, EXIT_USAGE);
     throw error;
   }
 }

@@ -3,7 +3,7 @@
  */
 import { MongoClient } from 'mongodb';
 import type { ClusterEndpoint, ClusterName } from '../domain/clusters.js';
-import { ConfigError } from './errors.js';
+import { InvalidConfiguration } from '../errors/errors.js';
 
 /**
  * Checks a connection string with the driver's own parser (the one that will connect later), so
@@ -16,10 +16,10 @@ export function parseClusterUri(name: ClusterName, uri: string): ClusterEndpoint
     client = new MongoClient(uri);
   } catch (error) {
     const reason = error instanceof Error ? error.message : String(error);
-    throw new ConfigError(`--${name} is not a valid MongoDB connection string: ${reason}`);
+    throw new InvalidConfiguration(`--${name} is not a valid MongoDB connection string: ${reason}`);
   }
   const { srvHost, hosts } = client.options;
   const address = srvHost ?? hosts[0]?.toString();
-  if (address === undefined) throw new ConfigError(`--${name} names no host`);
+  if (address === undefined) throw new InvalidConfiguration(`--${name} names no host`);
   return { name, uri, address };
 }

@@ -1,14 +1,14 @@
 /**
  * Turns flags and an optional YAML file into one checked FerryOptions: file values first, flags
  * over them, fixed defaults and loadLevel-derived figures under both. Every problem is a
- * ConfigError with a one-line message naming the option and where it came from.
+ * InvalidConfiguration with a one-line message naming the option and where it came from.
  */
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { parseClusterUri } from './clusters.js';
-import { ConfigError } from './errors.js';
 import { DEFAULTS, LOAD_LEVELS, type FerryOptions, type LoadLevel, type LoadProfile } from './options.js';
 import { VERBOSITY_LEVELS, type Verbosity } from '../domain/constants.js';
+import { InvalidConfiguration } from '../errors/errors.js';
 
 /** Option values as given: strings from flags, YAML scalars from the file. */
 export type RawOptions = Record<string, unknown>;
@@ -17,7 +17,7 @@ type Check = (value: unknown, where: string) => unknown;
 
 function text(value: unknown, where: string): string {
   if (typeof value !== 'string' || value.length === 0) {
-    throw new ConfigError(`${where} must be a non-empty string`);
+    throw new InvalidConfiguration(`${where} must be a non-empty string`);
   }
   return value;
 }
@@ -26,7 +26,7 @@ function integer(min: number, max: number): Check {
   return (value, where) => {
     const number = typeof value === 'string' && /^\s*-?\d+\s*$/.test(value) ? Number(value) : value;
     if (typeof number !== 'number' || !Number.isInteger(number) || number < min || number > max) {
-      throw new ConfigError(`${where} must be an integer from ${min} to ${max}, got ${JSON.stringify(value)}`);
+      throw new InvalidConfiguration(`${where} must be an integer from ${min} to ${max}, got ${JSON.stringify(value)}`);
     }
     return number;
   };
@@ -35,13 +35,13 @@ function integer(min: number, max: number): Check {
 function flag(value: unknown, where: string): boolean {
   if (value === true || value === 'true') return true;
   if (value === false || value === 'false') return false;
-  throw new ConfigError(`${where} must be true or false, got ${JSON.stringify(value)}`);
+  throw new InvalidConfiguration(`${where} must be true or false, got ${JSON.stringify(value)}`);
 }
 
 function verbosity(value: unknown, where: string): Verbosity {
   const level = typeof value === 'string' ? value.toUpperCase() : value;
   if (!VERBOSITY_LEVELS.includes(level as Verbosity)) {
-    throw new ConfigError(`${where} must be one of ${VERBOSITY_LEVELS.join(', ')}, got ${JSON.stringify(value)}`);
+    throw new InvalidConfiguration(`${where} must be one of ${VERBOSITY_LEVELS.join(', ')}, got ${JSON.stringify(value)}`);
   }
   return level as Verbosity;
 }
@@ -71,21 +71,21 @@ export function readConfigFile(path: string): RawOptions {
   try {
     source = readFileSync(path, 'utf8');
   } catch (error) {
-    throw new ConfigError(`cannot read config file ${path}: ${(error as Error).message}`);
+    throw new InvalidConfiguration(`cannot read config file ${path}: ${(error as Error).message}`);
   }
   let parsed: unknown;
   try {
     parsed = parseYaml(source);
   } catch (error) {
     const firstLine = (error as Error).message.split('\n')[0];
-    throw new ConfigError(`config file ${path} is not valid YAML: ${firstLine}`);
+    throw new InvalidConfiguration(`config file ${path} is not valid YAML: ${firstLine}`);
   }
   if (parsed === null || parsed === undefined) return {};
   if (typeof parsed !== 'object' || Array.isArray(parsed)) {
-    throw new ConfigError(`config file ${path} must be a mapping of option names to values`);
+    throw new InvalidConfiguration(`config file ${path} must be a mapping of option names to values`);
   }
   for (const key of Object.keys(parsed)) {
-    if (!(key in CHECKS)) throw new ConfigError(`config file ${path}: unknown option "${key}"`);
+    if (!(key in CHECKS)) throw new InvalidConfiguration(`config file ${path}: unknown option "${key}"`);
   }
   return parsed as RawOptions;
 }
@@ -96,7 +96,7 @@ function checkAll(raw: RawOptions, describe: (key: string) => string): RawOption
   for (const [key, value] of Object.entries(raw)) {
     if (value === undefined) continue;
     const check = CHECKS[key];
-    if (check === undefined) throw new ConfigError(`unknown option ${describe(key)}`);
+    if (check === undefined) throw new InvalidConfiguration(`unknown option ${describe(key)}`);
     checked[key] = check(value, describe(key));
   }
   return checked;
@@ -117,7 +117,7 @@ export function resolveOptions(flags: RawOptions): FerryOptions {
 
   for (const name of ['cluster0', 'cluster1'] as const) {
     if (merged[name] === undefined) {
-      throw new ConfigError(`--${name} is required (a MongoDB connection string, by flag or in --config)`);
+      throw new InvalidConfiguration(`--${name} is required (a MongoDB connection string, by flag or in --config)`);
     }
   }
   const loadLevel = (merged.loadLevel ?? DEFAULTS.loadLevel) as LoadLevel;

@@ -32,9 +32,9 @@ import { BatchBuffers } from './batch-buffers.js';
 import { Batcher, batchLimits, SECTION_ROOM_BYTES, type BatchLimits, type RawBatch } from './batcher.js';
 import { documentSize, RawCursor } from './raw-cursor.js';
 import type { SharedCounters, StopFlag } from './shared-state.js';
-import { isTransientError } from './transient.js';
 import { Watermark, type BatchMark } from './watermark.js';
 import { createBatchWriter, lastIdOf, type BatchWriter, type WritePath } from './write-path.js';
+import { isTransient } from '../cluster/errors.js';
 
 /** How partitions are copied (the same for every partition of a sync). */
 export interface CopySettings {
@@ -143,7 +143,7 @@ export async function copyPartition(task: PartitionTask, resources: CopyResource
       try {
         return await run.copy();
       } catch (error) {
-        if (!isTransientError(error)) throw error;
+        if (!isTransient(error)) throw error;
         const advanced = !natural && run.position.documents > position.documents;
         failures = advanced ? 1 : failures + 1;
         if (failures > TRANSIENT_RETRIES) throw error;

@@ -13,6 +13,7 @@ import { Long } from 'bson';
 import type { ClientSession, Db, Document, MongoClient } from 'mongodb';
 import { BsonType, decodeValue, findElement } from '../bson/index.js';
 import { readInt32LE } from '../bson/scan.js';
+import { MalformedCursorReply } from '../errors/errors.js';
 
 /** The documents of one reply: document `i` starts at `starts[i]` in `buffer` (its size is its first 4 bytes). */
 export interface ReplyDocuments {
@@ -33,11 +34,6 @@ export interface RawFindOptions {
   max?: Document;
   /** Documents per reply. */
   batchSize: number;
-}
-
-/** The server sent a reply the cursor cannot read. */
-export class MalformedCursorReply extends Error {
-  override readonly name = 'MalformedCursorReply';
 }
 
 const ZERO = Long.fromNumber(0);

@@ -2,7 +2,7 @@
  * Writing one batch of raw documents to a destination collection: an unordered `insert` with
  * document validation bypassed and majority write concern. Duplicate-key errors (11000) are
  * tolerated: they come from a range copied again after a restart, whose documents are already
- * there. Any other write error fails the batch with `CopyWriteError`.
+ * there. Any other write error fails the batch with `CopyWriteRefused`.
  *
  * Two ways to send the batch (see bench/RESULTS.md, "Copy: write path", for the measurements):
  * - `raw` (default): the bytes read from the source go out as they are, as the `documents`
@@ -21,6 +21,7 @@ import { deserialize } from 'bson';
 import { MongoBulkWriteError, type Collection, type Db, type Document } from 'mongodb';
 import { readId, TYPE_FAITHFUL } from '../bson/index.js';
 import { documentStarts, type RawBatch } from './batcher.js';
+import { CopyWriteRefused } from '../errors/errors.js';
 
 export type WritePath = 'raw' | 'decode';
 
@@ -30,19 +31,6 @@ export interface WriteOutcome {
   inserted: number;
   /** Documents already present (duplicate `_id` from a re-copied range). */
   duplicates: number;
-}
-
-/** A write refused for another reason than a duplicate key: the partition fails. */
-export class CopyWriteError extends Error {
-  override readonly name = 'CopyWriteError';
-  constructor(
-    message: string,
-    /** The server's error code (e.g. 10334 BSONObjectTooLarge). */
-    readonly code: number | undefined,
-    options?: ErrorOptions,
-  ) {
-    super(message, options);
-  }
 }
 
 const DUPLICATE_KEY = 11000;
@@ -73,16 +61,16 @@ function checkWriteErrors(
     }
     const start = documentStarts(batch)[error.index];
     const size = start === undefined ? undefined : new DataView(batch.bytes.buffer, batch.bytes.byteOffset + start, 4).getInt32(0, true);
-    throw new CopyWriteError(
+    throw new CopyWriteRefused(
       `insert into ${namespace} refused document #${error.index} of a batch of ${batch.count}` +
         `${size === undefined ? '' : ` (${size} bytes)`}: code ${error.code}: ${error.errmsg ?? 'no message'}`,
-      error.code,
+      { serverCode: error.code },
     );
   }
   if (writeConcernError !== undefined) {
-    throw new CopyWriteError(
+    throw new CopyWriteRefused(
       `insert into ${namespace}: write concern not satisfied: code ${writeConcernError.code}: ${writeConcernError.errmsg ?? ''}`,
-      writeConcernError.code,
+      { serverCode: writeConcernError.code },
     );
   }
   return duplicates;

@@ -12,12 +12,7 @@ import type { Db, MongoClient } from 'mongodb';
 import { type NamespaceRecord } from '../meta/namespaces.js';
 import { TYPE_FAITHFUL_READ } from '../meta/store.js';
 import { namespaceOf } from '../domain/namespaces.js';
-
-/** The destination already holds a namespace Ferry must create, in another form. */
-export class DestinationConflict extends Error {
-  override readonly name = 'DestinationConflict';
-  readonly code = 'DestinationConflict';
-}
+import { DestinationConflict } from '../errors/errors.js';
 
 const NAMESPACE_EXISTS = 48;
 const WRITE_CONCERN = { w: 'majority' } as const;

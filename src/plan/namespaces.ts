@@ -19,10 +19,11 @@
  *   syntax (possessive quantifiers, `\A`, inline `(?i)`) is rejected as invalid.
  *
  * Validation of the request's shape is the API's; this module only compiles and matches, throwing
- * `InvalidNamespaceFilterError` for what it cannot match on.
+ * `InvalidNamespaceFilter` for what it cannot match on.
  */
 import { isReservedCollection, isReservedDatabase } from '../domain/namespaces.js';
 import type { NamespaceFilter, RegexFilter } from '../domain/start-request.js';
+import { InvalidNamespaceFilter } from '../errors/errors.js';
 
 /** Answers which namespaces a sync covers. */
 export interface NamespaceSelector {
@@ -34,12 +35,6 @@ export interface NamespaceSelector {
   selectsDatabase(db: string): boolean;
   /** Whether the collection (or view) `db.coll` is synced. */
   selects(db: string, coll: string): boolean;
-}
-
-/** A filter entry that cannot be matched on: no database given, or a bad regular expression. */
-export class InvalidNamespaceFilterError extends Error {
-  override readonly name = 'InvalidNamespaceFilterError';
-  readonly code = 'InvalidNamespaceFilter';
 }
 
 /** Removes whitespace and `#` comments outside character classes (the `x` option of PCRE). */
@@ -69,7 +64,7 @@ function stripExtended(pattern: string): string {
 /** Compiles a filter's regular expression with MongoDB `$regex` option semantics. */
 export function compileRegexFilter(regex: RegexFilter, field: string): RegExp {
   if (typeof regex?.pattern !== 'string') {
-    throw new InvalidNamespaceFilterError(`${field}.pattern must be a string`);
+    throw new InvalidNamespaceFilter(`${field}.pattern must be a string`);
   }
   let flags = '';
   let extended = false;
@@ -78,13 +73,13 @@ export function compileRegexFilter(regex: RegexFilter, field: string): RegExp {
       if (!flags.includes(option)) flags += option;
     } else if (option === 'x') extended = true;
     else if (option !== 'u') {
-      throw new InvalidNamespaceFilterError(`${field}.options has "${option}"; allowed options are i, m, s, x and u`);
+      throw new InvalidNamespaceFilter(`${field}.options has "${option}"; allowed options are i, m, s, x and u`);
     }
   }
   try {
     return new RegExp(extended ? stripExtended(regex.pattern) : regex.pattern, flags);
   } catch (error) {
-    throw new InvalidNamespaceFilterError(
+    throw new InvalidNamespaceFilter(
       `${field}.pattern ${JSON.stringify(regex.pattern)} is not a valid regular expression: ${(error as Error).message}`,
     );
   }
@@ -102,11 +97,11 @@ interface CompiledFilter {
 
 function compileFilter(entry: NamespaceFilter, field: string): CompiledFilter {
   if (entry.database === undefined && entry.databaseRegex === undefined) {
-    throw new InvalidNamespaceFilterError(`${field} needs "database" or "databaseRegex"`);
+    throw new InvalidNamespaceFilter(`${field} needs "database" or "databaseRegex"`);
   }
   // mongosync takes one or the other; both would silently select their intersection.
   if (entry.database !== undefined && entry.databaseRegex !== undefined) {
-    throw new InvalidNamespaceFilterError(`${field} takes "database" or "databaseRegex", not both`);
+    throw new InvalidNamespaceFilter(`${field} takes "database" or "databaseRegex", not both`);
   }
   return {
     database: entry.database,
@@ -127,7 +122,7 @@ function matchesCollection(filter: CompiledFilter, coll: string): boolean {
 
 /**
  * Builds the selector for a start request's filters. `include` absent (or empty) selects
- * everything that is not reserved. Throws `InvalidNamespaceFilterError` for an entry without a
+ * everything that is not reserved. Throws `InvalidNamespaceFilter` for an entry without a
  * database or with a regular expression that does not compile.
  */
 export function createNamespaceSelector(include?: readonly NamespaceFilter[], exclude?: readonly NamespaceFilter[]): NamespaceSelector {

@@ -14,6 +14,7 @@
 import { MaxKey, MinKey, type Document } from 'bson';
 import type { Collection as DriverCollection } from 'mongodb';
 import { canonicalRank, compareBsonValues, readId } from '../bson/index.js';
+import { InvalidPartitionRequest } from '../errors/errors.js';
 
 /** What the planner needs to know about a collection (from `$collStats` / `collStats`). */
 export interface CollectionStats {
@@ -59,12 +60,6 @@ export interface PartitionOptions {
   partitionBytes: number;
 }
 
-/** Raised for statistics or options the planner cannot work with. */
-export class InvalidPartitionRequestError extends Error {
-  override readonly name = 'InvalidPartitionRequestError';
-  readonly code = 'InvalidPartitionRequest';
-}
-
 const MIN_KEY = new MinKey();
 const MAX_KEY = new MaxKey();
 
@@ -82,11 +77,11 @@ function checkStats(stats: CollectionStats, options: PartitionOptions): void {
     ['size', stats.size],
   ] as const) {
     if (!Number.isFinite(value) || value < 0) {
-      throw new InvalidPartitionRequestError(`collection ${name} must be a non-negative number, got ${value}`);
+      throw new InvalidPartitionRequest(`collection ${name} must be a non-negative number, got ${value}`);
     }
   }
   if (!Number.isFinite(options.partitionBytes) || options.partitionBytes <= 0) {
-    throw new InvalidPartitionRequestError(`partitionBytes must be positive, got ${options.partitionBytes}`);
+    throw new InvalidPartitionRequest(`partitionBytes must be positive, got ${options.partitionBytes}`);
   }
 }
 

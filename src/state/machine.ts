@@ -4,7 +4,6 @@
  * calls run one after the other, and the second finds the state RUNNING and is refused.
  * A refused or failed request leaves the state exactly as it was.
  */
-import { InvalidStateTransition, NotReadyToCommit, NotReversible } from '../api/errors.js';
 import type { Logger } from '../log/logger.js';
 import { buildProgress, type Progress } from './progress.js';
 import type { StartRequest } from '../domain/start-request.js';
@@ -12,6 +11,7 @@ import type { ClusterEndpoint } from '../domain/clusters.js';
 import { redactUris } from '../domain/credentials.js';
 import type { SyncEvent, SyncControl } from '../domain/sync-control.js';
 import { COMMANDS, isTransition, type Command, type State } from '../domain/states.js';
+import { InvalidStateTransition, NotReadyToCommit, NotReversible } from '../errors/errors.js';
 
 export interface StateMachineOptions {
   engine: SyncControl;

@@ -5,6 +5,10 @@
  * namespace on the destination. Fails with the first problem found, as a named FerryError.
  */
 import { MongoClient, MongoServerError, type Document } from 'mongodb';
+import { asClusterError } from '../cluster/errors.js';
+import { createNamespaceSelector } from '../plan/namespaces.js';
+import type { StartRequest } from '../domain/start-request.js';
+import type { ClusterEndpoint, ClusterName } from '../domain/clusters.js';
 import {
   ChangeStreamsUnavailable,
   ClusterCommandFailed,
@@ -14,10 +18,7 @@ import {
   ShardingNotAllowed,
   ShardingRequired,
   UnsupportedTopology,
-} from '../api/errors.js';
-import { createNamespaceSelector } from '../plan/namespaces.js';
-import type { StartRequest } from '../domain/start-request.js';
-import type { ClusterEndpoint, ClusterName } from '../domain/clusters.js';
+} from '../errors/errors.js';
 
 export type Topology = 'replicaSet' | 'sharded' | 'standalone';
 
@@ -45,10 +46,7 @@ async function ask<T>(endpoint: ClusterEndpoint, what: string, run: () => Promis
   try {
     return await run();
   } catch (error) {
-    if (error instanceof MongoServerError) {
-      throw new ClusterCommandFailed(`${describe(endpoint)} refused ${what}: ${error.codeName ?? error.code}: ${error.message}`);
-    }
-    throw new ClusterUnreachable(`${describe(endpoint)} is unreachable: ${(error as Error).message}`);
+    throw asClusterError(endpoint, what, error);
   }
 }
 

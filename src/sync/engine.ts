@@ -21,23 +21,15 @@
  */
 import type { Timestamp } from 'bson';
 import { MongoServerError, type MongoClient } from 'mongodb';
-import {
-  ClusterCommandFailed,
-  ClusterUnreachable,
-  FerryError,
-  InsufficientPrivileges,
-  InvalidStateTransition,
-  NotImplemented,
-} from '../api/errors.js';
 import type { Logger } from '../log/logger.js';
 import { NamespaceRecords } from '../meta/namespaces.js';
 import { PartitionTable } from '../meta/partitions.js';
 import { ResumeStore, type ResumeDocument } from '../meta/resume.js';
 import { MetadataStore } from '../meta/store.js';
 import { HistogramSet } from '../metrics/index.js';
+import { asClusterError } from '../cluster/errors.js';
 import { createNamespaceSelector } from '../plan/namespaces.js';
 import { runPreflight } from '../state/preflight.js';
-import { ChangeStreamHistoryLost } from '../cea/errors.js';
 import { CommitProcess, commitRetryInterval } from '../commit/commit.js';
 import { blocksDestination, blocksSource, missingWriteBlockingPrivileges, setUserWriteBlocking } from '../commit/write-blocking.js';
 import type { ChangeApplier, ChangeApplierFactory } from './applier.js';
@@ -51,6 +43,15 @@ import { CLUSTER_NAMES, type ClusterEndpoint, type ClusterName } from '../domain
 import { redactUris } from '../domain/credentials.js';
 import type { SyncPhase } from '../domain/states.js';
 import type { SyncEvent, SyncSnapshot, RecoveredState, SyncControl } from '../domain/sync-control.js';
+import {
+  ClusterCommandFailed,
+  ClusterUnreachable,
+  FerryError,
+  InsufficientPrivileges,
+  InvalidStateTransition,
+  NotImplemented,
+  ChangeStreamHistoryLost,
+} from '../errors/errors.js';
 
 export interface MigrationEngineOptions {
   /** The two clusters of `--cluster0` / `--cluster1`. */
@@ -87,17 +88,6 @@ interface ActiveSync {
 
 function describe(endpoint: ClusterEndpoint): string {
   return `${endpoint.name} (${endpoint.address})`;
-}
-
-/** A driver failure as the API reports it. */
-function asClusterError(endpoint: ClusterEndpoint, what: string, error: unknown): FerryError {
-  if (error instanceof FerryError) return error;
-  if (error instanceof MongoServerError) {
-    return new ClusterCommandFailed(`${describe(endpoint)} refused ${what}: ${error.codeName ?? error.code}: ${error.message}`, {
-      cause: error,
-    });
-  }
-  return new ClusterUnreachable(`${describe(endpoint)} could not be reached for ${what}: ${(error as Error).message}`, { cause: error });
 }
 
 /**

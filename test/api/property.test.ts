@@ -7,11 +7,11 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import fc from 'fast-check';
-import { ClusterUnreachable } from '../../src/api/errors.js';
 import { buildTestApp, VALID_START, type TestApp } from './app.js';
 import { assertProgressRules } from './progress-rules.js';
 import type { SyncEvent } from '../../src/domain/sync-control.js';
 import { COMMANDS, isTransition, type Command, type State } from '../../src/domain/states.js';
+import { ClusterUnreachable } from '../../src/errors/errors.js';
 
 type Step =
   | { kind: 'request'; command: Command; body: unknown; valid: boolean; reversible: boolean }
@@ -138,7 +138,7 @@ async function run(t: TestApp, steps: Step[]): Promise<void> {
       const [from, to] = moves[s.event];
       assert.equal((await t.progress()).state, before === from ? to : before, `${s.event} in ${before}`);
     } else if (s.kind === 'failNext') {
-      t.engine.failNext.set(s.command, new ClusterUnreachable('gone'));
+      t.engine.failNext.set(s.command, new ClusterUnreachable({ cluster: 'cluster1 (db1:27019)', operation: 'hello', reason: 'gone' }));
       model.failNext.add(s.command);
     } else {
       model.ready = s.ready;

@@ -5,11 +5,11 @@
  */
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
-import { ClusterUnreachable, DestinationNotEmpty, FerryError, NotImplemented } from '../../src/api/errors.js';
 import { buildTestApp, VALID_START, type TestApp } from './app.js';
 import { FakeEngine, gate } from './fake-engine.js';
 import { assertProgressRules } from './progress-rules.js';
 import { COMMANDS, STATES, type Command, type State } from '../../src/domain/states.js';
+import { ClusterUnreachable, DestinationNotEmpty, FerryError, NotImplemented } from '../../src/errors/errors.js';
 
 const REVERSIBLE_START = { ...VALID_START, reversible: true, enableUserWriteBlocking: true };
 const BODIES: Record<Command, object> = { start: VALID_START, pause: {}, resume: {}, commit: {}, reverse: {} };
@@ -205,7 +205,11 @@ describe('illegal transitions are refused and change nothing', () => {
 describe('engine failures are reported with their names and leave the state as it was', () => {
   const cases: [string, () => FerryError, number][] = [
     ['DestinationNotEmpty', () => new DestinationNotEmpty('db.coll holds documents'), 422],
-    ['ClusterUnreachable', () => new ClusterUnreachable('cluster1 (db1:27019) is unreachable'), 502],
+    [
+      'ClusterUnreachable',
+      () => new ClusterUnreachable({ cluster: 'cluster1 (db1:27019)', operation: 'hello', reason: 'connection refused' }),
+      502,
+    ],
     ['NotImplemented', () => new NotImplemented('no engine'), 501],
   ];
   for (const [name, makeError, status] of cases) {
@@ -233,7 +237,7 @@ describe('engine failures are reported with their names and leave the state as i
 
   it('after a failed start, a second start can succeed', async () => {
     const t = await reach('IDLE');
-    t.engine.failNext.set('start', new ClusterUnreachable('gone'));
+    t.engine.failNext.set('start', new ClusterUnreachable({ cluster: 'cluster1 (db1:27019)', operation: 'hello', reason: 'gone' }));
     assert.equal((await t.post('/api/v1/start', VALID_START)).body.error, 'ClusterUnreachable');
     await expectOk(t, 'start');
     assert.equal((await t.progress()).state, 'RUNNING');

@@ -1,15 +1,15 @@
 /**
  * Options: defaults, the loadLevel table, explicit overrides, the YAML file under flags, and a
- * one-line ConfigError naming the option for every bad value — never echoing a password.
+ * one-line InvalidConfiguration naming the option for every bad value — never echoing a password.
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { ConfigError } from '../../src/config/errors.js';
 import { DEFAULTS, LOAD_LEVELS } from '../../src/config/options.js';
 import { resolveOptions } from '../../src/config/resolve.js';
+import { InvalidConfiguration } from '../../src/errors/errors.js';
 
 const URIS = { cluster0: 'mongodb://u:pw0@a.example:27017/?replicaSet=rs0', cluster1: 'mongodb+srv://u:pw1@b.example.net/' };
 const dir = mkdtempSync(join(tmpdir(), 'ferry-config-'));
@@ -24,7 +24,7 @@ function refusal(flags: Record<string, unknown>): string {
   try {
     resolveOptions(flags);
   } catch (error) {
-    assert.ok(error instanceof ConfigError, `expected a ConfigError, got ${String(error)}`);
+    assert.ok(error instanceof InvalidConfiguration, `expected a InvalidConfiguration, got ${String(error)}`);
     assert.doesNotMatch(error.message, /\n/, 'one line');
     assert.doesNotMatch(error.message, /pw0|pw1|hunter2/, 'no password');
     return error.message;

@@ -96,12 +96,12 @@ describe('createLogger', () => {
     );
   });
 
-  it('a log path that cannot be a directory is a ConfigError', () => {
+  it('a log path that cannot be a directory is a InvalidConfiguration', () => {
     const dir = mkdtempSync(join(tmpdir(), 'ferry-log-'));
     const log = createLogger({ id: 'x', verbosity: 'INFO', logPath: dir });
     log.logger.info('x');
     assert.throws(() => createLogger({ id: 'x', verbosity: 'INFO', logPath: log.target }), {
-      name: 'ConfigError',
+      name: 'InvalidConfiguration',
       message: /--logPath .* cannot be used/,
     });
   });

@@ -19,7 +19,7 @@ import { Bench } from 'tinybench';
 import { decodeDocument, findElement, findId, readChangeEvent, readId } from '../src/bson/index.js';
 import { idKey, laneOf } from '../src/cea/document-key.js';
 import { Batcher, batchLimits } from '../src/copy/batcher.js';
-import { batchDocumentStarts } from '../src/copy/raw-cursor.js';
+import { batchDocumentStarts } from '../src/cluster/raw-cursor.js';
 import { positiveInteger } from '../scripts/lib/cli-numbers.js';
 import { COLLECTIONS } from '../scripts/lib/dataset.js';
 import { createRandom } from '../scripts/lib/random.js';

@@ -47,6 +47,7 @@ import type { SyncPhase } from '../domain/states.js';
 import { notAfter, describeTime, timeAfter } from '../domain/time.js';
 import { COMMIT_LAG_LIMIT_SECONDS } from '../domain/constants.js';
 import { ChangeStreamHistoryLost, UnexpectedChangeEvent } from '../errors/errors.js';
+import { appendOplogNote } from '../cluster/commands.js';
 
 /** A point of the stream reached once the lanes' watermark passes `seq`. */
 interface Candidate {
@@ -374,10 +375,7 @@ export class ChangeEventApplier implements ChangeApplier {
     this.#advance();
     const { source, destination, store, logger } = this.#context;
     await sweepTombstones(source, destination, store, logger);
-    const reply = await source
-      .db('admin')
-      .command({ appendOplogNote: 1, data: { ferry: 'initial copy complete', instance: store.instance } });
-    const at = reply.operationTime as Timestamp;
+    const at = await appendOplogNote({ endpoint: this.#context.sourceEndpoint, client: source }, 'initial copy complete', store.instance);
     await this.#checkpoints.markCopyCompleted(at);
     this.#copyCompletedAt = at;
     logger.info({ at: describeTime(at) }, 'Initial copy complete: change events are now applied without waiting for it');

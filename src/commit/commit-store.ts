@@ -11,7 +11,8 @@
  * 4. `completedAt`: destination write blocking lifted; the sync is COMMITTED.
  */
 import type { Timestamp } from 'bson';
-import { InstanceCollection, METADATA_WRITE_CONCERN, type MetadataStore } from '../meta/store.js';
+import { InstanceCollection, type MetadataStore } from '../meta/store.js';
+import { MAJORITY } from '../cluster/concerns.js';
 
 export interface CommitDocument {
   _id: string;
@@ -36,11 +37,11 @@ export class CommitRecord extends InstanceCollection<CommitDocument> {
   /** Records a new commit point (replacing one a commit that never reached COMMITTING left). */
   async begin(commitPoint: Timestamp): Promise<CommitDocument> {
     const doc: CommitDocument = { _id: this.instance, commitPoint, requestedAt: new Date() };
-    await this.collection.replaceOne({ _id: this.instance }, doc, { upsert: true, writeConcern: METADATA_WRITE_CONCERN });
+    await this.collection.replaceOne({ _id: this.instance }, doc, { upsert: true, writeConcern: MAJORITY });
     return doc;
   }
 
   async mark(stage: CommitStage): Promise<void> {
-    await this.collection.updateOne({ _id: this.instance }, { $set: { [stage]: new Date() } }, { writeConcern: METADATA_WRITE_CONCERN });
+    await this.collection.updateOne({ _id: this.instance }, { $set: { [stage]: new Date() } }, { writeConcern: MAJORITY });
   }
 }

@@ -22,12 +22,15 @@ import { NamespaceRecords } from '../meta/namespaces.js';
 import type { MetadataStore } from '../meta/store.js';
 import { CommitRecord, type CommitDocument } from './commit-store.js';
 import { describeFailure, planRestore, runRestore } from './restore.js';
-import { blocksDestination, blocksSource, setUserWriteBlocking } from './write-blocking.js';
-import type { StartRequest } from '../domain/start-request.js';
+import { type StartRequest, blocksDestination, blocksSource } from '../domain/start-request.js';
 import { describeTime } from '../domain/time.js';
+import { setUserWriteBlocking, appendOplogNote } from '../cluster/commands.js';
+import type { ClusterEndpoint } from '../domain/clusters.js';
 
 export interface CommitContext {
   source: MongoClient;
+  /** The source cluster, for errors. */
+  sourceEndpoint: ClusterEndpoint;
   destination: MongoClient;
   store: MetadataStore;
   request: StartRequest;
@@ -77,8 +80,7 @@ export class CommitProcess {
       logger.info('Commit: user writes on the source are now blocked');
     }
     try {
-      const reply = await source.db('admin').command({ appendOplogNote: 1, data: { ferry: 'commit', instance: store.instance } });
-      const commitPoint = reply.operationTime as Timestamp;
+      const commitPoint = await appendOplogNote({ endpoint: this.#context.sourceEndpoint, client: source }, 'commit', store.instance);
       const doc = await this.#record.begin(commitPoint);
       logger.info({ commitPoint: describeTime(commitPoint) }, 'Commit: commit point recorded');
       return doc;

@@ -1,7 +1,7 @@
 /**
  * `--cluster0` / `--cluster1`: the connection strings of the two clusters, checked at startup.
  */
-import { MongoClient } from 'mongodb';
+import { addressOf } from '../cluster/connect.js';
 import type { ClusterEndpoint, ClusterName } from '../domain/clusters.js';
 import { InvalidConfiguration } from '../errors/errors.js';
 
@@ -11,15 +11,13 @@ import { InvalidConfiguration } from '../errors/errors.js';
  * Constructing a MongoClient opens no connection.
  */
 export function parseClusterUri(name: ClusterName, uri: string): ClusterEndpoint {
-  let client: MongoClient;
+  let address: string | undefined;
   try {
-    client = new MongoClient(uri);
+    address = addressOf(uri);
   } catch (error) {
     const reason = error instanceof Error ? error.message : String(error);
     throw new InvalidConfiguration(`--${name} is not a valid MongoDB connection string: ${reason}`);
   }
-  const { srvHost, hosts } = client.options;
-  const address = srvHost ?? hosts[0]?.toString();
   if (address === undefined) throw new InvalidConfiguration(`--${name} names no host`);
   return { name, uri, address };
 }

@@ -11,7 +11,8 @@
 import type { Timestamp } from 'bson';
 import type { StartRequest } from '../domain/start-request.js';
 import type { RecoverableState, SyncPhase } from '../domain/states.js';
-import { InstanceCollection, METADATA_WRITE_CONCERN, type MetadataStore } from './store.js';
+import { InstanceCollection, type MetadataStore } from './store.js';
+import { MAJORITY } from '../cluster/concerns.js';
 
 export interface PhaseTransition {
   phase: SyncPhase;
@@ -70,7 +71,7 @@ export class ResumeStore extends InstanceCollection<ResumeDocument> {
       createdAt: now,
       updatedAt: now,
     };
-    await this.collection.insertOne(doc, { writeConcern: METADATA_WRITE_CONCERN });
+    await this.collection.insertOne(doc, { writeConcern: MAJORITY });
     return doc;
   }
 

@@ -14,6 +14,7 @@
 import { MaxKey, MinKey, type Document } from 'bson';
 import type { Collection as DriverCollection } from 'mongodb';
 import { canonicalRank, compareBsonValues, readId } from '../bson/index.js';
+import { aggregateRaw } from '../cluster/raw-cursor.js';
 import { InvalidPartitionRequest } from '../errors/errors.js';
 
 /** What the planner needs to know about a collection (from `$collStats` / `collStats`). */
@@ -198,12 +199,10 @@ export interface SampleOptions {
 export async function sampleIds(collection: DriverCollection, partitions: number, options: SampleOptions = {}): Promise<unknown[]> {
   if (partitions <= 1) return [];
   const size = Math.min(partitions * (options.oversampling ?? 10), options.maxSampleSize ?? 100_000);
-  const cursor = collection.aggregate([{ $sample: { size } }, { $project: { _id: 1 } }], {
-    raw: true,
-    allowDiskUse: true,
-  });
   const ids: unknown[] = [];
-  for await (const raw of cursor) ids.push(readId(raw as unknown as Uint8Array));
+  for await (const raw of aggregateRaw(collection, [{ $sample: { size } }, { $project: { _id: 1 } }], { allowDiskUse: true })) {
+    ids.push(readId(raw));
+  }
   return ids;
 }
 

@@ -20,12 +20,15 @@ import type { NamespaceSelector } from '../plan/namespaces.js';
 import type { StartRequest } from '../domain/start-request.js';
 import type { SyncPhase } from '../domain/states.js';
 import type { SyncSnapshot } from '../domain/sync-control.js';
+import type { ClusterEndpoint } from '../domain/clusters.js';
 
 export interface ApplierContext {
   source: MongoClient;
   destination: MongoClient;
   /** Connection strings, for the apply workers' own clients (never logged). */
   sourceUri: string;
+  /** The source cluster, for errors. */
+  sourceEndpoint: ClusterEndpoint;
   destinationUri: string;
   /** The metadata database on the destination (where the resume token belongs). */
   store: MetadataStore;

@@ -29,16 +29,12 @@ import { MetadataStore } from '../meta/store.js';
 import { HistogramSet } from '../metrics/index.js';
 import { asClusterError } from '../cluster/errors.js';
 import { createNamespaceSelector } from '../plan/namespaces.js';
-import { runPreflight } from '../state/preflight.js';
 import { CommitProcess, commitRetryInterval } from '../commit/commit.js';
-import { blocksDestination, blocksSource, missingWriteBlockingPrivileges, setUserWriteBlocking } from '../commit/write-blocking.js';
 import type { ChangeApplier, ChangeApplierFactory } from './applier.js';
-import { createClient, RECOVERY_LOOKUP_TIMEOUT_MS } from './clients.js';
 import { CopyProgress } from './copy-progress.js';
 import { InitialCopy } from './initial-copy.js';
 import type { EngineSettings } from './settings.js';
-import { captureStartTime } from './start-time.js';
-import type { StartRequest } from '../domain/start-request.js';
+import { type StartRequest, blocksDestination, blocksSource } from '../domain/start-request.js';
 import { CLUSTER_NAMES, type ClusterEndpoint, type ClusterName } from '../domain/clusters.js';
 import { redactUris } from '../domain/credentials.js';
 import type { SyncPhase } from '../domain/states.js';
@@ -52,6 +48,9 @@ import {
   NotImplemented,
   ChangeStreamHistoryLost,
 } from '../errors/errors.js';
+import { runPreflight } from '../plan/preflight.js';
+import { missingWriteBlockingPrivileges, setUserWriteBlocking, appendOplogNote } from '../cluster/commands.js';
+import { connect } from '../cluster/connect.js';
 
 export interface MigrationEngineOptions {
   /** The two clusters of `--cluster0` / `--cluster1`. */
@@ -146,7 +145,7 @@ export class MigrationEngine implements SyncControl {
   #client(name: ClusterName): MongoClient {
     let client = this.#clients.get(name);
     if (client === undefined) {
-      client = createClient(this.#options.clusters[name]);
+      client = connect(this.#options.clusters[name]);
       this.#clients.set(name, client);
     }
     return client;
@@ -164,8 +163,8 @@ export class MigrationEngine implements SyncControl {
     const unreachable: string[] = [];
     await Promise.all(
       CLUSTER_NAMES.map(async (cluster) => {
-        // A short-lived client with a short timeout: a cluster that is down must not hold startup for long.
-        const client = createClient(this.#options.clusters[cluster], RECOVERY_LOOKUP_TIMEOUT_MS);
+        // A short-lived client: a cluster that is down holds startup for the cluster timeout at most.
+        const client = connect(this.#options.clusters[cluster]);
         try {
           const doc = await new ResumeStore(new MetadataStore(client, this.#options.id)).read();
           if (doc !== null) found.push({ cluster, doc });
@@ -249,9 +248,11 @@ export class MigrationEngine implements SyncControl {
     await sync.store.forgetInstance().catch((error: unknown) => {
       throw asClusterError(destination, 'clearing metadata an earlier sync with this id left', error);
     });
-    const startAtOperationTime = await captureStartTime(sync.source, this.#options.id).catch((error: unknown) => {
-      throw asClusterError(source, 'appendOplogNote (taking the start time)', error);
-    });
+    const startAtOperationTime = await appendOplogNote({ endpoint: source, client: sync.source }, 'sync start', this.#options.id).catch(
+      (error: unknown) => {
+        throw asClusterError(source, 'appendOplogNote (taking the start time)', error);
+      },
+    );
     const blockDestination = blocksDestination(request.enableUserWriteBlocking);
     if (blockDestination) {
       await setUserWriteBlocking(sync.destination, true).catch((error: unknown) => {
@@ -303,6 +304,7 @@ export class MigrationEngine implements SyncControl {
       source: sync.source,
       destination: sync.destination,
       sourceUri: this.#options.clusters[doc.request.source].uri,
+      sourceEndpoint: this.#options.clusters[doc.request.source],
       destinationUri: this.#options.clusters[doc.request.destination].uri,
       store: sync.store,
       resume: doc,
@@ -421,7 +423,14 @@ export class MigrationEngine implements SyncControl {
   }
 
   #commitContext(sync: ActiveSync) {
-    return { source: sync.source, destination: sync.destination, store: sync.store, request: sync.request, logger: this.#logger };
+    return {
+      source: sync.source,
+      sourceEndpoint: this.#options.clusters[sync.request.source],
+      destination: sync.destination,
+      store: sync.store,
+      request: sync.request,
+      logger: this.#logger,
+    };
   }
 
   async commit(): Promise<void> {

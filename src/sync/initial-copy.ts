@@ -22,7 +22,7 @@ import { PartitionTable } from '../meta/partitions.js';
 import { ResumeStore, type ResumeDocument } from '../meta/resume.js';
 import type { MetadataStore } from '../meta/store.js';
 import type { HistogramSet } from '../metrics/index.js';
-import { readSourceCatalog, type SourceNamespace } from '../plan/catalog.js';
+import { readSourceCatalog, type SourceNamespace, namespaceRecord } from '../plan/catalog.js';
 import { createPlan } from '../plan/collection-options.js';
 import { planCollectionCopy } from '../plan/copy-plan.js';
 import { buildIndexesOnDestination, createOnDestination, forEachBounded } from '../plan/destination.js';
@@ -34,6 +34,7 @@ import type { StartRequest } from '../domain/start-request.js';
 import { namespaceOf } from '../domain/namespaces.js';
 import type { SyncPhase } from '../domain/states.js';
 import { indexBuildTime, type IndexBuildTime } from '../domain/catalog.js';
+import { isNamespaceNotFound } from '../cluster/errors.js';
 
 export interface InitialCopyContext {
   source: MongoClient;
@@ -51,34 +52,6 @@ export interface InitialCopyContext {
   /** Told of each phase entered (after it is recorded). */
   onPhase?: (phase: SyncPhase) => void;
 }
-
-/** What a namespace record starts as, from the source catalog. */
-export function namespaceRecord(source: SourceNamespace, buildTime: IndexBuildTime, request: StartRequest): NamespaceRecord {
-  const plan = createPlan(source.type, source.options);
-  const record: NamespaceRecord = {
-    db: source.db,
-    coll: source.coll,
-    type: source.type,
-    sourceOptions: source.options,
-    createOptions: plan.options,
-    indexes:
-      source.type === 'collection'
-        ? indexesToBuild(source.indexes, request.buildIndexes, source.options.collation as Document | undefined)
-        : [],
-    indexBuildTime: buildTime,
-    sourceCount: 0,
-    sourceBytes: 0,
-    created: false,
-    partitioned: source.type === 'view',
-    indexesBuilt: source.type === 'view',
-  };
-  if (source.uuid !== undefined) record.uuid = source.uuid;
-  if (plan.capped !== undefined) record.capped = plan.capped;
-  if (plan.expireAfterSeconds !== undefined) record.expireAfterSeconds = plan.expireAfterSeconds;
-  return record;
-}
-
-const NAMESPACE_NOT_FOUND = 26;
 
 export class InitialCopy {
   readonly #context: InitialCopyContext;
@@ -160,7 +133,7 @@ export class InitialCopy {
         if (this.#stopping) return;
         const collection = source.db(record.db).collection(record.coll);
         const plan = await planCollectionCopy(collection, record.sourceOptions, settings.partitionBytes).catch((error: unknown) => {
-          if ((error as { code?: unknown }).code !== NAMESPACE_NOT_FOUND) throw error;
+          if (!isNamespaceNotFound(error)) throw error;
           // Dropped or renamed since the catalog was read (after T0): nothing to copy; change-event application replays it.
           logger.info(
             { ns: namespaceOf(record) },

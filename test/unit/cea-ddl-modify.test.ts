@@ -12,9 +12,9 @@ import { DdlApplier } from '../../src/cea/ddl.js';
 import type { Logger } from '../../src/log/logger.js';
 import { type NamespaceRecord, type NamespaceRecords } from '../../src/meta/namespaces.js';
 import type { NamespaceSelector } from '../../src/plan/namespaces.js';
-import { namespaceRecord } from '../../src/sync/initial-copy.js';
 import { START_REQUEST } from '../api/app.js';
 import { namespaceOf } from '../../src/domain/namespaces.js';
+import { namespaceRecord } from '../../src/plan/catalog.js';
 
 const request = START_REQUEST;
 

@@ -34,7 +34,14 @@ describe('beginning a commit', () => {
       destination: 'cluster1',
       enableUserWriteBlocking: 'sourceAndDestination',
     } as unknown as StartRequest;
-    const commit = new CommitProcess({ source, destination, store: new MetadataStore(destination, 'test'), request, logger });
+    const commit = new CommitProcess({
+      source,
+      sourceEndpoint: { name: 'cluster0', uri: 'mongodb://src', address: 'src' },
+      destination,
+      store: new MetadataStore(destination, 'test'),
+      request,
+      logger,
+    });
     await assert.rejects(commit.begin(), /not primary/);
     const blocking = commands.filter((c) => 'setUserWriteBlockMode' in c).map((c) => c.global);
     assert.deepEqual(blocking, [true, false], 'blocked for the commit, then unblocked when it did not begin');

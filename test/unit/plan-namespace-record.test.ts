@@ -1,9 +1,9 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Binary, Int32, Long } from 'bson';
-import { namespaceRecord } from '../../src/sync/initial-copy.js';
 import type { StartRequest } from '../../src/domain/start-request.js';
 import { MAX_CAPPED_SIZE_BYTES } from '../../src/domain/constants.js';
+import { namespaceRecord } from '../../src/plan/catalog.js';
 
 const request = (buildIndexes: StartRequest['buildIndexes'] = 'afterDataCopy'): StartRequest => ({
   source: 'cluster0',

@@ -4,42 +4,30 @@
  * set member), `listDatabases`, `listCollections` and a one-document `find` per selected
  * namespace on the destination. Fails with the first problem found, as a named FerryError.
  */
-import { MongoClient, MongoServerError, type Document } from 'mongodb';
+import type { MongoClient } from 'mongodb';
+import { hello, listDatabaseNames, topologyOf, type Topology } from '../cluster/commands.js';
+import { connect } from '../cluster/connect.js';
 import { asClusterError } from '../cluster/errors.js';
-import { createNamespaceSelector } from '../plan/namespaces.js';
+import { nameCluster, type ClusterEndpoint, type ClusterName } from '../domain/clusters.js';
 import type { StartRequest } from '../domain/start-request.js';
-import type { ClusterEndpoint, ClusterName } from '../domain/clusters.js';
 import {
   ChangeStreamsUnavailable,
-  ClusterCommandFailed,
-  ClusterUnreachable,
   DestinationNotEmpty,
   ReversibleNotSupported,
   ShardingNotAllowed,
   ShardingRequired,
   UnsupportedTopology,
 } from '../errors/errors.js';
-
-export type Topology = 'replicaSet' | 'sharded' | 'standalone';
+import { createNamespaceSelector } from './namespaces.js';
 
 export interface PreflightOptions {
   clusters: Record<ClusterName, ClusterEndpoint>;
-  /** How long to wait for a cluster to answer before calling it unreachable. Default 10 s. */
-  timeoutMS?: number;
 }
 
 /** Most namespaces named in a DestinationNotEmpty description. */
 const NAMESPACES_NAMED = 5;
 
-export function topologyOf(hello: Document): Topology {
-  if (hello.msg === 'isdbgrid') return 'sharded';
-  if (typeof hello.setName === 'string') return 'replicaSet';
-  return 'standalone';
-}
-
-function describe(endpoint: ClusterEndpoint): string {
-  return `${endpoint.name} (${endpoint.address})`;
-}
+const describe = nameCluster;
 
 /** Runs a command, turning driver failures into ClusterUnreachable / ClusterCommandFailed. */
 async function ask<T>(endpoint: ClusterEndpoint, what: string, run: () => Promise<T>): Promise<T> {
@@ -85,9 +73,9 @@ export function checkTopologies(
 /** Namespaces the request selects that already hold a document on the destination. */
 async function occupiedNamespaces(client: MongoClient, endpoint: ClusterEndpoint, request: StartRequest): Promise<string[]> {
   const selector = createNamespaceSelector(request.includeNamespaces, request.excludeNamespaces);
-  const { databases } = await ask(endpoint, 'listDatabases', () => client.db('admin').command({ listDatabases: 1, nameOnly: true }));
+  const databases = await ask(endpoint, 'listDatabases', () => listDatabaseNames(client));
   const occupied: string[] = [];
-  for (const { name: db } of databases as { name: string }[]) {
+  for (const db of databases) {
     if (!selector.selectsDatabase(db)) continue;
     const collections = await ask(endpoint, `listCollections on ${db}`, () =>
       client.db(db).listCollections({ type: 'collection' }, { nameOnly: true }).toArray(),
@@ -108,17 +96,13 @@ async function occupiedNamespaces(client: MongoClient, endpoint: ClusterEndpoint
 
 /** Checks everything; throws the first problem as a FerryError. Never writes. */
 export async function runPreflight(request: StartRequest, options: PreflightOptions): Promise<void> {
-  const timeoutMS = options.timeoutMS ?? 10_000;
   const source = options.clusters[request.source];
   const destination = options.clusters[request.destination];
-  const connect = (endpoint: ClusterEndpoint) =>
-    new MongoClient(endpoint.uri, { serverSelectionTimeoutMS: timeoutMS, connectTimeoutMS: timeoutMS });
   const sourceClient = connect(source);
   const destinationClient = connect(destination);
   try {
-    const hello = (endpoint: ClusterEndpoint, client: MongoClient) =>
-      ask(endpoint, 'hello', () => client.db('admin').command({ hello: 1 }));
-    const [sourceHello, destinationHello] = await Promise.all([hello(source, sourceClient), hello(destination, destinationClient)]);
+    const helloOf = (endpoint: ClusterEndpoint, client: MongoClient) => ask(endpoint, 'hello', () => hello(client));
+    const [sourceHello, destinationHello] = await Promise.all([helloOf(source, sourceClient), helloOf(destination, destinationClient)]);
     checkTopologies(request, topologyOf(sourceHello), topologyOf(destinationHello), options.clusters);
 
     const occupied = await occupiedNamespaces(destinationClient, destination, request);

@@ -40,7 +40,6 @@ import { DdlApplier, isDdlOperation } from './ddl.js';
 import { isCrudOperation } from './crud-event.js';
 import { LagTracker } from './lag.js';
 import { Lanes, type LaneBatch } from './lanes.js';
-import { type CeaSettings } from './settings.js';
 import { sweepTombstones } from './tombstones.js';
 import { namespaceOf } from '../domain/namespaces.js';
 import type { SyncPhase } from '../domain/states.js';
@@ -48,6 +47,7 @@ import { notAfter, describeTime, timeAfter } from '../domain/time.js';
 import { COMMIT_LAG_LIMIT_SECONDS } from '../domain/constants.js';
 import { ChangeStreamHistoryLost, UnexpectedChangeEvent } from '../errors/errors.js';
 import { appendOplogNote } from '../cluster/commands.js';
+import type { CeaSettings } from '../config/settings.js';
 
 /** A point of the stream reached once the lanes' watermark passes `seq`. */
 interface Candidate {

@@ -9,7 +9,7 @@
 import { CommanderError } from 'commander';
 import { buildServer } from '../api/server.js';
 import { type FerryOptions } from '../config/options.js';
-import { resolveOptions } from '../config/resolve.js';
+import { resolveOptions, unknownEnvironmentVariables } from '../config/resolve.js';
 import { createLogger, type LogHandle } from '../log/logger.js';
 import { renderPrometheus } from '../metrics/index.js';
 import { StateMachine } from '../state/machine.js';
@@ -38,7 +38,7 @@ function readOptions(argv: readonly string[]): FerryOptions {
       if (error.exitCode === 0) process.exit(0);
       exitWithError(`${error.message.replace(/^error: /, '')} (see ferry --help)`, EXIT_USAGE);
     }
-    if (error instanceof InvalidConfiguration) exitWithError(error.message, EXIT_USAGE);
+    if (error instanceof InvalidConfiguration) exitWithError(error.message, error.exitCode ?? EXIT_USAGE);
     throw error;
   }
 }
@@ -61,6 +61,13 @@ async function main(): Promise<void> {
   const log = openLog(options);
   const { logger } = log;
   logger.info({ options: describeOptions(options) }, 'Ferry starting');
+  const unknown = unknownEnvironmentVariables(process.env);
+  if (unknown.length > 0) {
+    logger.warn(
+      { variables: unknown },
+      `No option reads ${unknown.join(', ')}: a misspelt FERRY_ variable? (see the README's tuning table)`,
+    );
+  }
   if (!LOOPBACK_ADDRESSES.includes(options.bindAddress)) {
     logger.warn(
       { bindAddress: options.bindAddress },

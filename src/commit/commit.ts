@@ -16,7 +16,6 @@
  */
 import type { Timestamp } from 'bson';
 import type { MongoClient } from 'mongodb';
-import { millisecondsVariable } from '../config/environment.js';
 import type { Logger } from '../log/logger.js';
 import { NamespaceRecords } from '../meta/namespaces.js';
 import type { MetadataStore } from '../meta/store.js';
@@ -35,18 +34,8 @@ export interface CommitContext {
   store: MetadataStore;
   request: StartRequest;
   logger: Logger;
-  /** How long to wait before retrying restores the destination refused. Default: `commitRetryInterval()`. */
-  retryIntervalMs?: number;
-}
-
-export const DEFAULT_COMMIT_RETRY_INTERVAL_MS = 10_000;
-
-/**
- * `FERRY_COMMIT_RETRY_INTERVAL_MS`: how long a commit waiting on a refused restore (or a cluster
- * error) waits before trying again. Default 10,000.
- */
-export function commitRetryInterval(env: NodeJS.ProcessEnv = process.env): number {
-  return millisecondsVariable(env, 'FERRY_COMMIT_RETRY_INTERVAL_MS', DEFAULT_COMMIT_RETRY_INTERVAL_MS, 1);
+  /** How long to wait before retrying restores the destination refused (`FERRY_COMMIT_RETRY_INTERVAL_MS`). */
+  retryIntervalMs: number;
 }
 
 export class CommitProcess {
@@ -119,7 +108,7 @@ export class CommitProcess {
         this.#warnings = failures.map(describeFailure);
         for (const warning of this.#warnings) logger.error(warning);
         if (failures.length === 0) break;
-        await this.#pause(this.#context.retryIntervalMs ?? commitRetryInterval());
+        await this.#pause(this.#context.retryIntervalMs);
         if (this.#stopping) throw new Error('commit stopped before its restores succeeded');
       }
       logger.info('Commit: every temporary characteristic restored on the destination');

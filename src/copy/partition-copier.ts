@@ -34,20 +34,9 @@ import { documentSize, RawCursor } from '../cluster/raw-cursor.js';
 import { RETRY_POLICY, retryDelay, sleep } from '../cluster/retry.js';
 import type { SharedCounters, StopFlag } from './shared-state.js';
 import { Watermark, type BatchMark } from './watermark.js';
-import { createBatchWriter, lastIdOf, type BatchWriter, type WritePath } from './write-path.js';
+import type { CopySettings, WritePath } from '../config/settings.js';
+import { createBatchWriter, lastIdOf, type BatchWriter } from './write-path.js';
 import { isTransient } from '../cluster/errors.js';
-
-/** How partitions are copied (the same for every partition of a sync). */
-export interface CopySettings {
-  /** Largest write batch in bytes (`--batchBytes`). */
-  batchBytes: number;
-  /** Write batches in flight per partition while reading continues (`--batchesInFlight`). */
-  batchesInFlight: number;
-  /** Least time between two checkpoints of a partition, in ms. Default 1000. */
-  checkpointIntervalMs: number;
-  /** `raw` (default) or `decode`; see write-path.ts. */
-  writePath: WritePath;
-}
 
 /**
  * One partition to copy, as the scheduler hands it to a worker (plain data: it crosses threads):

@@ -18,10 +18,9 @@ import type { Db } from 'mongodb';
 import { readId, TYPE_FAITHFUL } from '../bson/index.js';
 import { isDuplicateKey } from '../cluster/errors.js';
 import { insertDecoded, rawWritesAvailable, writeRaw, type WriteReply } from '../cluster/raw-writes.js';
+import type { WritePath } from '../config/settings.js';
 import { CopyWriteRefused } from '../errors/errors.js';
 import { documentStarts, type RawBatch } from './batcher.js';
-
-export type WritePath = 'raw' | 'decode';
 
 /** What one batch write did. */
 export interface WriteOutcome {

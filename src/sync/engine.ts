@@ -29,11 +29,10 @@ import { MetadataStore } from '../meta/store.js';
 import { HistogramSet } from '../metrics/index.js';
 import { asClusterError } from '../cluster/errors.js';
 import { createNamespaceSelector } from '../plan/namespaces.js';
-import { CommitProcess, commitRetryInterval } from '../commit/commit.js';
+import { CommitProcess } from '../commit/commit.js';
 import type { ChangeApplier, ChangeApplierFactory } from './applier.js';
 import { CopyProgress } from './copy-progress.js';
 import { InitialCopy } from './initial-copy.js';
-import type { EngineSettings } from './settings.js';
 import { type StartRequest, blocksDestination, blocksSource } from '../domain/start-request.js';
 import { CLUSTER_NAMES, type ClusterEndpoint, type ClusterName } from '../domain/clusters.js';
 import { redactUris } from '../domain/credentials.js';
@@ -51,13 +50,14 @@ import {
 import { runPreflight } from '../plan/preflight.js';
 import { missingWriteBlockingPrivileges, setUserWriteBlocking, appendOplogNote } from '../cluster/commands.js';
 import { connect } from '../cluster/connect.js';
+import type { SyncSettings } from '../config/settings.js';
 
 export interface MigrationEngineOptions {
   /** The two clusters of `--cluster0` / `--cluster1`. */
   clusters: Record<ClusterName, ClusterEndpoint>;
   /** This instance's `--id`: the key of its metadata. */
   id: string;
-  settings: EngineSettings;
+  settings: SyncSettings;
   logger: Logger;
   /** Change-event application (src/cea/); without it the sync stops after the initial copy. */
   applier?: ChangeApplierFactory;
@@ -430,6 +430,7 @@ export class MigrationEngine implements SyncControl {
       store: sync.store,
       request: sync.request,
       logger: this.#logger,
+      retryIntervalMs: this.#options.settings.commit.retryIntervalMs,
     };
   }
 
@@ -477,7 +478,7 @@ export class MigrationEngine implements SyncControl {
           break;
         } catch (error) {
           if (this.#closed) return;
-          const retryMs = commitRetryInterval();
+          const retryMs = this.#options.settings.commit.retryIntervalMs;
           this.#commitProblem = `The commit could not finish yet and is retried every ${retryMs / 1000} s: ${redactUris((error as Error).message)}`;
           this.#logger.error({ err: error }, 'The commit could not finish yet; retrying');
           await this.#retireApplier(sync);

@@ -29,12 +29,12 @@ import { buildIndexesOnDestination, createOnDestination, forEachBounded } from '
 import { indexesToBuild } from '../plan/indexes.js';
 import type { NamespaceSelector } from '../plan/namespaces.js';
 import type { CopyProgress } from './copy-progress.js';
-import { INDEX_BUILD_PARALLELISM, PLANNING_PARALLELISM, type EngineSettings } from './settings.js';
 import type { StartRequest } from '../domain/start-request.js';
 import { namespaceOf } from '../domain/namespaces.js';
 import type { SyncPhase } from '../domain/states.js';
 import { indexBuildTime, type IndexBuildTime } from '../domain/catalog.js';
 import { isNamespaceNotFound } from '../cluster/errors.js';
+import { INDEX_BUILD_PARALLELISM, PLANNING_PARALLELISM, type SyncSettings } from '../config/settings.js';
 
 export interface InitialCopyContext {
   source: MongoClient;
@@ -45,7 +45,7 @@ export interface InitialCopyContext {
   store: MetadataStore;
   request: StartRequest;
   selector: NamespaceSelector;
-  settings: EngineSettings;
+  settings: SyncSettings;
   progress: CopyProgress;
   histograms: HistogramSet;
   logger: Logger;

@@ -59,6 +59,7 @@ describe('appendOplogNote', () => {
       store: new MetadataStore(destination, 'test'),
       request,
       logger,
+      retryIntervalMs: 10,
     });
     await assert.rejects(commit.begin(), { code: 'OperationTimeMissing' });
     assert.deepEqual(

@@ -41,6 +41,7 @@ describe('beginning a commit', () => {
       store: new MetadataStore(destination, 'test'),
       request,
       logger,
+      retryIntervalMs: 10,
     });
     await assert.rejects(commit.begin(), /not primary/);
     const blocking = commands.filter((c) => 'setUserWriteBlockMode' in c).map((c) => c.global);

@@ -187,13 +187,16 @@ try {
   const mb = (n: number) => (n / 1e6).toFixed(0);
   console.log(`inserted ${totalDocs.toLocaleString()} × 1 KiB documents (${insertedMB.toFixed(0)} MB) over ${connections} connections`);
   console.log(
-    `insert: ${(insertedMB / insertCpu).toFixed(0)} MB per server CPU-second (${insertCpu.toFixed(2)} s CPU), ${(insertedMB / insertWall).toFixed(0)} MB/s wall`,
+    `insert: ${(insertedMB / insertCpu).toFixed(0)} MB per server CPU-second ` +
+      `(${insertCpu.toFixed(2)} s CPU), ${(insertedMB / insertWall).toFixed(0)} MB/s wall`,
   );
   console.log(
-    `scan:   ${(scanned / 1e6 / scanCpu).toFixed(0)} MB per server CPU-second (${scanCpu.toFixed(2)} s CPU), ${(scanned / 1e6 / scanWall).toFixed(0)} MB/s wall`,
+    `scan:   ${(scanned / 1e6 / scanCpu).toFixed(0)} MB per server CPU-second ` +
+      `(${scanCpu.toFixed(2)} s CPU), ${(scanned / 1e6 / scanWall).toFixed(0)} MB/s wall`,
   );
   console.log(
-    `memory: RSS ${mb(loadedRss)} MB (idle ${mb(idleRss)} MB) for ${mb(storedBytes)} MB stored: ${(loadedRss / storedBytes).toFixed(2)}× stored, ${((loadedRss - idleRss) / storedBytes).toFixed(2)}× above idle`,
+    `memory: RSS ${mb(loadedRss)} MB (idle ${mb(idleRss)} MB) for ${mb(storedBytes)} MB stored: ` +
+      `${(loadedRss / storedBytes).toFixed(2)}× stored, ${((loadedRss - idleRss) / storedBytes).toFixed(2)}× above idle`,
   );
 } finally {
   for (const client of clients) client.close();

@@ -200,13 +200,15 @@ async function verifyDestination(
       const documents =
         comparison.documents === undefined
           ? ''
-          : `${comparison.documents.toLocaleString('en-US').padStart(9)} documents  sha256 ${comparison.sourceHash!.slice(0, 16)}…  ${comparison.indexes} indexes`;
+          : `${comparison.documents.toLocaleString('en-US').padStart(9)} documents  ` +
+            `sha256 ${comparison.sourceHash!.slice(0, 16)}…  ${comparison.indexes} indexes`;
       print(`  ${comparison.equal ? 'equal    ' : 'DIFFERENT'} ${comparison.ns.padEnd(32)} ${comparison.type.padEnd(10)} ${documents}`);
     },
   });
   if (differences.length > 0) {
     throw new DemoFailedError(
-      `the destination differs from the source in ${differences.length} way(s):\n  ${differences.slice(0, 10).map(formatDifference).join('\n  ')}`,
+      `the destination differs from the source in ${differences.length} ` +
+        `way(s):\n  ${differences.slice(0, 10).map(formatDifference).join('\n  ')}`,
     );
   }
   return { namespaces: compared.length, documents: compared.reduce((sum, c) => sum + (c.documents ?? 0), 0) };
@@ -285,7 +287,8 @@ function printSummary(summary: DemoSummary, print: (line: string) => void): void
   print('');
   print('Summary');
   print(
-    `  copied        ${(summary.copiedBytes / MiB).toFixed(1)} MB, ${n(summary.source.documents)} documents in ${summary.copySeconds.toFixed(1)} s = ${summary.copyMBps.toFixed(1)} MB/s (indexes included)`,
+    `  copied        ${(summary.copiedBytes / MiB).toFixed(1)} MB, ${n(summary.source.documents)} documents ` +
+      `in ${summary.copySeconds.toFixed(1)} s = ${summary.copyMBps.toFixed(1)} MB/s (indexes included)`,
   );
   print(
     `  workload      ${n(summary.workload.writes)} writes on the source during the sync (${n(summary.workload.changes)} documents changed)`,
@@ -299,7 +302,8 @@ function printSummary(summary: DemoSummary, print: (line: string) => void): void
   );
   print(`  sync          ${summary.syncSeconds.toFixed(1)} s from start to COMMITTED`);
   print(
-    `  verified      destination equals source: ${summary.verified.namespaces} namespaces, ${n(summary.verified.documents)} documents, options and indexes restored`,
+    `  verified      destination equals source: ${summary.verified.namespaces} ` +
+      `namespaces, ${n(summary.verified.documents)} documents, options and indexes restored`,
   );
 }
 

@@ -34,7 +34,10 @@ export interface WorkloadOptions {
   opsPerSecond?: number;
   /** Seed of the writes chosen. Default 1. */
   seed?: number;
-  /** Which range of new `_id`s inserts take (1 – 200); concurrent or successive workloads on the same data need different ones. Default 1. */
+  /**
+   * Which range of new `_id`s inserts take (1 – 200); concurrent or successive workloads on the
+   * same data need different ones. Default 1.
+   */
   idRange?: number;
   /** Prefix of the generator's database names. Default `gen_`. */
   prefix?: string;

@@ -67,7 +67,8 @@ export function copyWorkload(report: GenerateReport): CopyWorkload {
 export function describeMeasurement(m: CopyMeasurement): string {
   return (
     `${m.copier.padEnd(8)} ${m.seconds.toFixed(1).padStart(7)} s ${m.MBps.toFixed(1).padStart(7)} MB/s ` +
-    `${String(m.documentsPerSecond).padStart(8)} docs/s  CPU ${m.cpuSeconds.toFixed(1)} s (${m.cpuSecondsPerGB.toFixed(1)} s/GB, ${m.systemCpuSeconds.toFixed(1)} s kernel)  ` +
+    `${String(m.documentsPerSecond).padStart(8)} docs/s  CPU ${m.cpuSeconds.toFixed(1)} ` +
+    `s (${m.cpuSecondsPerGB.toFixed(1)} s/GB, ${m.systemCpuSeconds.toFixed(1)} s kernel)  ` +
     `peak RSS ${m.peakRssMB.toFixed(0)} MB  clusters CPU ${(m.sourceClusterCpuSeconds + m.destinationClusterCpuSeconds).toFixed(1)} s`
   );
 }

@@ -72,7 +72,8 @@ export async function sendStatements(db: Db, kind: StatementKind, coll: string, 
         }
         // The statement is user data: name it by position and size only.
         throw new ApplyWriteRefused(
-          `${kind} on ${db.databaseName}.${coll} refused statement #${error.index} of ${pending.length} (${pending[error.index]?.length ?? '?'} bytes): code ${error.code}: ${error.errmsg ?? 'no message'}`,
+          `${kind} on ${db.databaseName}.${coll} refused statement #${error.index} of ${pending.length} ` +
+            `(${pending[error.index]?.length ?? '?'} bytes): code ${error.code}: ${error.errmsg ?? 'no message'}`,
           { serverCode: error.code },
         );
       }

@@ -22,7 +22,6 @@
  * Writing the document as the source holds it now is always safe: the events after this one put
  * it right, as they do after the initial copy.
  */
-import type { Document } from 'bson';
 import type { MongoClient } from 'mongodb';
 import { listCollectionEntries } from '../cluster/commands.js';
 import { findRaw } from '../cluster/raw-cursor.js';

@@ -51,9 +51,11 @@ async function sourceRecord(context: ResyncContext, ns: Namespace): Promise<Name
 
 /** `_id`s of a collection in index order. */
 function ids(collection: Collection): AsyncIterator<Document> {
-  return collection
-    .find({}, { projection: { _id: 1 }, sort: { _id: 1 }, hint: { _id: 1 }, batchSize: BATCH_DOCUMENTS, ...TYPE_FAITHFUL })
-    [Symbol.asyncIterator]();
+  const cursor = collection.find(
+    {},
+    { projection: { _id: 1 }, sort: { _id: 1 }, hint: { _id: 1 }, batchSize: BATCH_DOCUMENTS, ...TYPE_FAITHFUL },
+  );
+  return cursor[Symbol.asyncIterator]();
 }
 
 /** Deletes from `destination` every document whose `_id` `source` does not hold. */

@@ -111,7 +111,8 @@ export async function sweepTombstones(
   if (tombstones.length > 0) {
     logger.info(
       { tombstones: tombstones.length, deleted },
-      `Initial copy complete: ${tombstones.length} delete(s) applied during the copy checked again, ${deleted} document(s) the copy had written back removed`,
+      `Initial copy complete: ${tombstones.length} delete(s) applied during the ` +
+        `copy checked again, ${deleted} document(s) the copy had written back removed`,
     );
   }
   return deleted;

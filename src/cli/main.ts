@@ -11,13 +11,13 @@ import { buildServer } from '../api/server.js';
 import { type FerryOptions } from '../config/options.js';
 import { resolveOptions, unknownEnvironmentVariables } from '../config/resolve.js';
 import { createLogger, type LogHandle } from '../log/logger.js';
-import { renderPrometheus } from '../metrics/index.js';
 import { StateMachine } from '../state/machine.js';
-import { createEngine } from './engine.js';
+import { createSync } from './compose.js';
 import { parseFlags } from './flags.js';
 import { LOOPBACK_ADDRESSES } from '../domain/constants.js';
 import { redactUris } from '../domain/credentials.js';
 import { InvalidConfiguration } from '../errors/errors.js';
+import { renderPrometheus } from '../metrics/prometheus.js';
 
 /** Exit code for a bad command line, config file or connection string. */
 const EXIT_USAGE = 2;
@@ -76,9 +76,13 @@ async function main(): Promise<void> {
   }
 
   const clusters = { cluster0: options.cluster0, cluster1: options.cluster1 };
-  const engine = createEngine(options, logger);
-  const machine = new StateMachine({ engine, clusters, id: options.id, logger });
-  const server = buildServer({ machine, logger, metrics: () => renderPrometheus({ histograms: engine.histograms }) });
+  const sync = createSync(options, logger);
+  const machine = new StateMachine({ sync, clusters, id: options.id, logger });
+  const server = buildServer({
+    machine,
+    logger,
+    metrics: () => renderPrometheus({ histograms: sync.histograms, counters: sync.counters() }),
+  });
 
   let stopping = false;
   const stop = async (signal: string): Promise<void> => {

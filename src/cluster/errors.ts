@@ -118,6 +118,11 @@ export function isResumableChangeStreamError(error: unknown): boolean {
   return isTransient(error);
 }
 
+/** Whether a cluster answered with an error (as opposed to not being reached). */
+export function isServerError(error: unknown): boolean {
+  return error instanceof MongoServerError;
+}
+
 /** Whether the cluster could not be reached at all (as opposed to answering with an error). */
 export function isUnreachable(error: unknown): boolean {
   return (

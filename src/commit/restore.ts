@@ -31,7 +31,10 @@ export interface RestoreStep {
   ns: { db: string; coll: string };
   /** The index it restores (absent for a collection option: capped size, collection-level TTL). */
   index?: string;
-  /** What it restores, for people: `unique`, `prepareUnique`, `expireAfterSeconds`, `hidden`, `capped size`, `collection expireAfterSeconds`. */
+  /**
+   * What it restores, for people: `unique`, `prepareUnique`, `expireAfterSeconds`, `hidden`,
+   * `capped size`, `collection expireAfterSeconds`.
+   */
   what: string;
   /** The `collMod` options (without `collMod` itself). */
   change: Document;
@@ -153,7 +156,8 @@ export function describeFailure(failure: RestoreFailure): string {
   const target = step.index === undefined ? namespaceOf(step.ns) : `index "${step.index}" of ${namespaceOf(step.ns)}`;
   const advice =
     failure.codeName === 'CannotConvertIndexToUnique'
-      ? ': the destination holds documents with duplicate keys for it; remove the duplicates on the destination, and the commit completes by itself'
+      ? ': the destination holds documents with duplicate keys for it; remove ' +
+        'the duplicates on the destination, and the commit completes by itself'
       : '';
   return `Commit could not restore ${step.what} on ${target}: ${failure.codeName}: ${failure.message}${advice}`;
 }

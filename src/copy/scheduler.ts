@@ -9,11 +9,11 @@
  */
 import type { Logger } from '../log/logger.js';
 import type { PartitionRow, PartitionTable } from '../meta/partitions.js';
-import type { HistogramSet } from '../metrics/index.js';
 import type { PartitionOutcome, PartitionTask } from './partition-copier.js';
 import type { CopyPool } from './pool.js';
 import { PartitionCopyFailed } from '../errors/errors.js';
 import type { CopySettings, WritePath } from '../config/settings.js';
+import type { HistogramSet } from '../metrics/histograms.js';
 
 export interface SchedulerOptions {
   pool: CopyPool;

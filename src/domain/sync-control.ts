@@ -56,7 +56,10 @@ export interface SyncControl {
   pause(): Promise<void>;
   /** Continues from the recorded position. */
   resume(): Promise<void>;
-  /** Blocks source writes if asked, applies up to the commit point and restores characteristics in the background; reports `commitCompleted`. */
+  /**
+   * Blocks source writes if asked, applies up to the commit point and restores characteristics in
+   * the background; reports `commitCompleted`.
+   */
   commit(): Promise<void>;
   /** Begins syncing in the other direction; reports `reverseCompleted`. */
   reverse(): Promise<void>;

@@ -58,7 +58,9 @@ export const ERROR_CATALOGUE = {
   InsufficientPrivileges: {
     status: 422,
     message: '{detail}',
-    when: "write blocking is asked for, but Ferry's user on that cluster cannot bypass it (`bypassWriteBlockingMode`) or set it (`setUserWriteBlockMode`)",
+    when:
+      "write blocking is asked for, but Ferry's user on that cluster cannot " +
+      'bypass it (`bypassWriteBlockingMode`) or set it (`setUserWriteBlockMode`)',
   },
   OperationTimeMissing: {
     status: 422,

@@ -1,5 +1,6 @@
 /**
- * Collections of the metadata database (`METADATA_DATABASE`, src/domain/namespaces.ts). Several instances (`--id`) may share it: every document
+ * Collections of the metadata database (`METADATA_DATABASE`, src/domain/namespaces.ts). Several instances (`--id`) may
+ * share it: every document
  * names its instance.
  * - `resume`: one document per instance: state, phase and its transitions, the start request,
  *   the start time T0 (see resume.ts).

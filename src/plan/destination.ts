@@ -32,7 +32,8 @@ export async function createOnDestination(client: MongoClient, record: Namespace
     const existing = await collectionEntry(client, record);
     if (existing !== undefined && existing.type === record.type && sameOptions(existing.options, record.createOptions)) return;
     throw new DestinationConflict(
-      `the destination already has ${namespaceOf(record)}${existing === undefined ? '' : ` (a ${existing.type})`} with other options than the source's; drop it or exclude it from the sync`,
+      `the destination already has ${namespaceOf(record)}${existing === undefined ? '' : ` (a ${existing.type})`} ` +
+        `with other options than the source's; drop it or exclude it from the sync`,
       { cause: error },
     );
   }

@@ -22,7 +22,7 @@
  * `InvalidNamespaceFilter` for what it cannot match on.
  */
 import { isReservedCollection, isReservedDatabase } from '../domain/namespaces.js';
-import type { NamespaceFilter, RegexFilter } from '../domain/start-request.js';
+import type { NamespaceFilter, RegexFilter, StartRequest } from '../domain/start-request.js';
 import { InvalidNamespaceFilter } from '../errors/errors.js';
 
 /** Answers which namespaces a sync covers. */
@@ -143,4 +143,9 @@ export function createNamespaceSelector(include?: readonly NamespaceFilter[], ex
       return !excluded.some(matches);
     },
   };
+}
+
+/** The selector of a start request's filters. */
+export function selectorFor(request: Pick<StartRequest, 'includeNamespaces' | 'excludeNamespaces'>): NamespaceSelector {
+  return createNamespaceSelector(request.includeNamespaces, request.excludeNamespaces);
 }

@@ -110,7 +110,8 @@ export async function runPreflight(request: StartRequest, options: PreflightOpti
       const named = occupied.slice(0, NAMESPACES_NAMED).join(', ');
       const more = occupied.length > NAMESPACES_NAMED ? ` and ${occupied.length - NAMESPACES_NAMED} more` : '';
       throw new DestinationNotEmpty(
-        `destination ${describe(destination)} already holds documents in ${occupied.length} selected namespace(s): ${named}${more}; drop them or exclude them from the sync`,
+        `destination ${describe(destination)} already holds documents in ${occupied.length} ` +
+          `selected namespace(s): ${named}${more}; drop them or exclude them from the sync`,
       );
     }
   } finally {

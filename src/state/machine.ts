@@ -11,10 +11,11 @@ import type { ClusterEndpoint } from '../domain/clusters.js';
 import { redactUris } from '../domain/credentials.js';
 import type { SyncEvent, SyncControl } from '../domain/sync-control.js';
 import { COMMANDS, isTransition, type Command, type State } from '../domain/states.js';
-import { InvalidStateTransition, NotReadyToCommit, NotReversible } from '../errors/errors.js';
+import { InternalError, InvalidStateTransition, NotReadyToCommit, NotReversible } from '../errors/errors.js';
 
 export interface StateMachineOptions {
-  engine: SyncControl;
+  /** The sync it drives (src/sync/orchestrator.ts). */
+  sync: SyncControl;
   clusters: { cluster0: ClusterEndpoint; cluster1: ClusterEndpoint };
   /** This instance's id (`mongosyncID`). */
   id: string;
@@ -37,7 +38,7 @@ export class StateMachine {
 
   constructor(options: StateMachineOptions) {
     this.#options = options;
-    this.#engine = options.engine;
+    this.#engine = options.sync;
     this.#logger = options.logger;
     this.#engine.attach((event) => {
       void this.#serialize(() => this.#onEngineEvent(event)).catch((error: unknown) =>
@@ -100,7 +101,8 @@ export class StateMachine {
     return this.#command('commit', async () => {
       if (!this.progress().canCommit) {
         throw new NotReadyToCommit(
-          'commit is possible only once the copy has finished and change events are being applied with little lag (see canCommit in progress)',
+          'commit is possible only once the copy has finished and change ' +
+            'events are being applied with little lag (see canCommit in progress)',
         );
       }
       await this.#engine.commit();
@@ -194,7 +196,7 @@ export class StateMachine {
   #moveTo(next: State): void {
     if (!isTransition(this.#state, next)) {
       // A bug, not a user error: the checks above should make this unreachable.
-      throw new Error(`illegal transition ${this.#state} → ${next}`);
+      throw new InternalError(`illegal transition ${this.#state} → ${next}`);
     }
     this.#logger.info({ from: this.#state, to: next }, `State ${this.#state} → ${next}`);
     this.#state = next;

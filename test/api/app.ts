@@ -34,7 +34,7 @@ export const silentLogger = pino({ level: 'silent' }) as unknown as Logger;
 /** The app in IDLE (initialized), unless `initialize` is false. */
 export async function buildTestApp(options: { engine?: FakeEngine; initialize?: boolean; bodyLimit?: number } = {}): Promise<TestApp> {
   const engine = options.engine ?? new FakeEngine();
-  const machine = new StateMachine({ engine, clusters: CLUSTERS, id: INSTANCE_ID, logger: silentLogger });
+  const machine = new StateMachine({ sync: engine, clusters: CLUSTERS, id: INSTANCE_ID, logger: silentLogger });
   const app = buildServer({ machine, logger: silentLogger, bodyLimit: options.bodyLimit });
   if (options.initialize !== false) await machine.initialize();
   return {

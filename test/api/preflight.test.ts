@@ -135,10 +135,14 @@ describe('topology rules', () => {
     ['sharded', 'replicaSet', {}, 'UnsupportedTopology'],
   ];
   for (const [source, destination, extra, expected] of cases) {
-    it(`${source} → ${destination}${Object.keys(extra).length ? ` with ${Object.keys(extra).join(', ')}` : ''}: ${expected ?? 'allowed'}`, async () => {
-      const check = () => checkTopologies({ ...REQUEST, ...extra }, source, destination, clusters);
-      if (expected === undefined) check();
-      else assert.equal((await refusal(check)).code, expected);
-    });
+    it(
+      `${source} → ${destination}${Object.keys(extra).length ? ` with ${Object.keys(extra).join(', ')}` : ''}: ` +
+        `${expected ?? 'allowed'}`,
+      async () => {
+        const check = () => checkTopologies({ ...REQUEST, ...extra }, source, destination, clusters);
+        if (expected === undefined) check();
+        else assert.equal((await refusal(check)).code, expected);
+      },
+    );
   }
 });

@@ -245,25 +245,29 @@ describe('engine failures are reported with their names and leave the state as i
 });
 
 describe('shutdown', () => {
-  it('once closing, requests are refused as shutting down, progress is still served, and the engine closes after the request in progress', async () => {
-    const t = await reach('RUNNING');
-    const hold = gate();
-    t.engine.holdNext.set('pause', hold.promise);
-    const pausing = t.post('/api/v1/pause', {});
-    while (!t.engine.calls.includes('pause')) await settle();
-    const closed = t.machine.close();
-    const refused = await t.post('/api/v1/resume', {});
-    assert.equal(refused.status, 409);
-    assert.equal(refused.body.error, 'InvalidStateTransition');
-    assert.match(refused.body.errorDescription, /Ferry is shutting down/);
-    assert.equal((await t.progress()).state, 'RUNNING');
-    assert.ok(!t.engine.calls.includes('close'), 'the engine is not closed under a request in progress');
-    hold.open();
-    assert.deepEqual((await pausing).body, { success: true });
-    await closed;
-    assert.deepEqual(t.engine.calls.slice(-2), ['pause', 'close']);
-    assert.equal((await t.progress()).state, 'PAUSED');
-  });
+  it(
+    'once closing, requests are refused as shutting down, progress is ' +
+      'still served, and the engine closes after the request in progress',
+    async () => {
+      const t = await reach('RUNNING');
+      const hold = gate();
+      t.engine.holdNext.set('pause', hold.promise);
+      const pausing = t.post('/api/v1/pause', {});
+      while (!t.engine.calls.includes('pause')) await settle();
+      const closed = t.machine.close();
+      const refused = await t.post('/api/v1/resume', {});
+      assert.equal(refused.status, 409);
+      assert.equal(refused.body.error, 'InvalidStateTransition');
+      assert.match(refused.body.errorDescription, /Ferry is shutting down/);
+      assert.equal((await t.progress()).state, 'RUNNING');
+      assert.ok(!t.engine.calls.includes('close'), 'the engine is not closed under a request in progress');
+      hold.open();
+      assert.deepEqual((await pausing).body, { success: true });
+      await closed;
+      assert.deepEqual(t.engine.calls.slice(-2), ['pause', 'close']);
+      assert.equal((await t.progress()).state, 'PAUSED');
+    },
+  );
 });
 
 describe('serialization', () => {

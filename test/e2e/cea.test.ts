@@ -104,14 +104,17 @@ describe('change-event application with a random workload during and after the c
     assert.deepEqual(caughtUp.warnings, []);
   });
 
-  it('commits: COMMITTING then COMMITTED, writable, lag 0, and the destination equals the source with every characteristic restored', async () => {
-    const done = await commitAndWait(ferry);
-    assert.equal(done.canWrite, true);
-    assert.equal(done.info, 'commit completed');
-    assert.equal(done.lagTimeSeconds, 0);
-    assert.equal(done.canCommit, false);
-    await assertEqualToSource(DB);
-  });
+  it(
+    'commits: COMMITTING then COMMITTED, writable, lag 0, and the ' + 'destination equals the source with every characteristic restored',
+    async () => {
+      const done = await commitAndWait(ferry);
+      assert.equal(done.canWrite, true);
+      assert.equal(done.info, 'commit completed');
+      assert.equal(done.lagTimeSeconds, 0);
+      assert.equal(done.canCommit, false);
+      await assertEqualToSource(DB);
+    },
+  );
 
   it('applied nothing outside the filter', async () => {
     const names = (await clusters.destination.db(DB).listCollections({}, { nameOnly: true }).toArray()).map((c) => c.name);

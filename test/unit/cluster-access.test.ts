@@ -6,17 +6,14 @@ import assert from 'node:assert/strict';
 import { Timestamp, type Document } from 'bson';
 import type { MongoClient } from 'mongodb';
 import { MongoNetworkError, MongoServerError } from 'mongodb';
-import { pino } from 'pino';
 import { appendOplogNote, missingWriteBlockingPrivileges } from '../../src/cluster/commands.js';
 import { isDuplicateKey, isNamespaceNotFound, isTransient, serverCodeOf } from '../../src/cluster/errors.js';
 import { retryDelay, RETRY_POLICY, retryTransient } from '../../src/cluster/retry.js';
-import { CommitProcess } from '../../src/commit/commit.js';
+import { Commit } from '../../src/commit/commit.js';
+import { commitContext } from '../helpers/phase-context.js';
 import type { StartRequest } from '../../src/domain/start-request.js';
 import { CopyWriteRefused } from '../../src/errors/errors.js';
-import type { Logger } from '../../src/log/logger.js';
-import { MetadataStore } from '../../src/meta/store.js';
 
-const logger = pino({ level: 'silent' }) as unknown as Logger;
 const ENDPOINT = { name: 'cluster0', uri: 'mongodb://src:27017', address: 'src:27017' } as const;
 
 /** A client whose admin commands answer with `answer(command)`, recording each. */
@@ -52,15 +49,7 @@ describe('appendOplogNote', () => {
     const source = fakeClient(() => ({ ok: 1 }), commands);
     const destination = fakeClient(() => ({ ok: 1 }));
     const request = { source: 'cluster0', destination: 'cluster1', enableUserWriteBlocking: 'sourceAndDestination' } as StartRequest;
-    const commit = new CommitProcess({
-      source,
-      sourceEndpoint: ENDPOINT,
-      destination,
-      store: new MetadataStore(destination, 'test'),
-      request,
-      logger,
-      retryIntervalMs: 10,
-    });
+    const commit = new Commit(commitContext(source, destination, request));
     await assert.rejects(commit.begin(), { code: 'OperationTimeMissing' });
     assert.deepEqual(
       commands.filter((c) => 'setUserWriteBlockMode' in c).map((c) => c.global),

@@ -89,7 +89,8 @@ describe('defaults and derived figures', () => {
 describe('config file', () => {
   it('supplies any option; flags win over it', () => {
     const path = configFile(
-      `cluster0: "${URIS.cluster0}"\ncluster1: "${URIS.cluster1}"\nport: 28000\nid: shard-a\nloadLevel: 1\napplyLanes: 5\nverbosity: WARN\ndisableVerification: true\n`,
+      `cluster0: "${URIS.cluster0}"\ncluster1: "${URIS.cluster1}"\nport: 28000\nid: ` +
+        `shard-a\nloadLevel: 1\napplyLanes: 5\nverbosity: WARN\ndisableVerification: true\n`,
     );
     const options = resolveOptions({ config: path, port: '29000' });
     assert.equal(options.port, 29000, 'the flag wins');

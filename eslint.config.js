@@ -65,6 +65,9 @@ export function ferryLintConfig(root) {
       plugins: { 'import-x': importX },
       languageOptions: { globals: { process: 'readonly', console: 'readonly', Buffer: 'readonly', URL: 'readonly' } },
       settings: {
+        // Parse TypeScript dependencies too (import-x's TypeScript preset), so cycles through .ts files are seen.
+        ...importX.flatConfigs.typescript.settings,
+        'import-x/resolver': undefined,
         'import-x/resolver-next': [createTypeScriptImportResolver({ project: `${root}/tsconfig.json`, alwaysTryTypes: true })],
       },
       rules: {

@@ -2,8 +2,8 @@
 /**
  * The `ferry` daemon. Startup: flags and config → checked options (a bad one ends here with a
  * one-line error and exit code 2, before anything is touched) → logger → control API listening
- * (progress reports INITIALIZING) → the engine recovers an earlier run with this `--id` → IDLE or
- * the recovered state. SIGINT/SIGTERM: close the API, let the engine record its state, exit 0.
+ * (progress reports INITIALIZING) → the sync recovers an earlier run with this `--id` → IDLE or
+ * the recovered state. SIGINT/SIGTERM: close the API, let the sync record its state, exit 0.
  * A second signal exits at once (code 1). SIGUSR1: reopen the log file (after rotation).
  */
 import { CommanderError } from 'commander';
@@ -87,15 +87,15 @@ async function main(): Promise<void> {
   let stopping = false;
   const stop = async (signal: string): Promise<void> => {
     if (stopping) {
-      // The operator insists (the engine may be waiting on an unreachable cluster): go now.
-      logger.warn({ signal }, `Received ${signal} again: exiting without waiting for the engine to record its state`);
+      // The operator insists (the sync may be waiting on an unreachable cluster): go now.
+      logger.warn({ signal }, `Received ${signal} again: exiting without waiting for the sync to record its state`);
       log.flush();
       process.exit(EXIT_FAILURE);
     }
     stopping = true;
     logger.info({ signal }, `Received ${signal}: stopping`);
     try {
-      // Refuse new requests at once; progress is still served while the engine records its state.
+      // Refuse new requests at once; progress is still served while the sync records its state.
       const machineClosed = machine.close();
       await server.close();
       await machineClosed;

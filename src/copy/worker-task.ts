@@ -10,7 +10,7 @@ import { connect } from '../cluster/connect.js';
 import { hello } from '../cluster/commands.js';
 import { MetadataStore } from '../meta/store.js';
 import { PartitionTable } from '../meta/partitions.js';
-// Not metrics/index.js: it would load hdr-histogram in every worker thread.
+// Not metrics/histograms.ts: it would load hdr-histogram in every worker thread.
 import { SampleRecorder, samplesTransferList, type RecordedSamples } from '../metrics/samples.js';
 import { copyPartition, type CopyResources, type PartitionOutcome, type PartitionTask } from './partition-copier.js';
 import { SharedCounters, StopFlag } from './shared-state.js';

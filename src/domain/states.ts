@@ -18,7 +18,7 @@ export const COMMANDS: Readonly<Record<Command, { from: State; to: State }>> = O
   reverse: { from: 'COMMITTED', to: 'REVERSING' },
 });
 
-/** Every legal transition, by request, by the engine's background events, or by recovery at startup. */
+/** Every legal transition, by request, by the sync's background events, or by recovery at startup. */
 export const TRANSITIONS: ReadonlyArray<readonly [State, State]> = Object.freeze([
   ['INITIALIZING', 'IDLE'],
   ['INITIALIZING', 'RUNNING'],

@@ -12,7 +12,7 @@
  * - `tombstones`: documents deleted by change-event application while the initial copy could
  *   still write them back (see src/cea/tombstones.ts).
  * - `commit`: one document per instance: the commit point and each commit step done (see
- *   src/commit/commit-store.ts).
+ *   src/commit/commit-record.ts).
  */
 export const METADATA_COLLECTIONS = Object.freeze({
   resume: 'resume',

@@ -1,5 +1,5 @@
 /**
- * The one owner of Ferry's state. API requests and the engine's background events all pass
+ * The one owner of Ferry's state. API requests and the sync's background events all pass
  * through one queue, so they take effect one at a time and in order: two simultaneous `start`
  * calls run one after the other, and the second finds the state RUNNING and is refused.
  * A refused or failed request leaves the state exactly as it was.
@@ -30,19 +30,19 @@ export class StateMachine {
   #queue: Promise<unknown> = Promise.resolve();
   /** Set when shutdown begins: new requests are refused from then on. */
   #closing = false;
-  /** Set once the engine is closed: its events no longer apply. */
+  /** Set once the sync is closed: its events no longer apply. */
   #closed = false;
-  readonly #engine: SyncControl;
+  readonly #sync: SyncControl;
   readonly #options: StateMachineOptions;
   readonly #logger: Logger;
 
   constructor(options: StateMachineOptions) {
     this.#options = options;
-    this.#engine = options.sync;
+    this.#sync = options.sync;
     this.#logger = options.logger;
-    this.#engine.attach((event) => {
-      void this.#serialize(() => this.#onEngineEvent(event)).catch((error: unknown) =>
-        this.#logger.error({ err: error, event: event.type }, 'Could not handle an engine event'),
+    this.#sync.attach((event) => {
+      void this.#serialize(() => this.#onSyncEvent(event)).catch((error: unknown) =>
+        this.#logger.error({ err: error, event: event.type }, 'Could not handle a sync event'),
       );
     });
   }
@@ -58,16 +58,16 @@ export class StateMachine {
       request: this.#request,
       clusters: this.#options.clusters,
       id: this.#options.id,
-      snapshot: this.#engine.snapshot(),
+      snapshot: this.#sync.snapshot(),
       warnings: this.#failure === undefined ? [] : [this.#failure],
     });
   }
 
-  /** INITIALIZING → IDLE, or → the state of an earlier run with this id that the engine recovered. */
+  /** INITIALIZING → IDLE, or → the state of an earlier run with this id that the sync recovered. */
   initialize(): Promise<void> {
     return this.#serialize(async () => {
       this.#require('INITIALIZING', 'initialize');
-      const recovered = await this.#engine.recover();
+      const recovered = await this.#sync.recover();
       if (recovered === undefined) {
         this.#moveTo('IDLE');
       } else {
@@ -79,20 +79,20 @@ export class StateMachine {
 
   start(request: StartRequest): Promise<void> {
     return this.#command('start', async () => {
-      await this.#engine.preflight(request);
-      await this.#engine.start(request);
+      await this.#sync.preflight(request);
+      await this.#sync.start(request);
       this.#request = request;
       this.#moveTo(COMMANDS.start.to);
     });
   }
 
   pause(): Promise<void> {
-    return this.#simple('pause', () => this.#engine.pause());
+    return this.#simple('pause', () => this.#sync.pause());
   }
 
   resume(): Promise<void> {
     return this.#simple('resume', async () => {
-      await this.#engine.resume();
+      await this.#sync.resume();
       this.#failure = undefined;
     });
   }
@@ -105,7 +105,7 @@ export class StateMachine {
             'events are being applied with little lag (see canCommit in progress)',
         );
       }
-      await this.#engine.commit();
+      await this.#sync.commit();
       this.#moveTo(COMMANDS.commit.to);
     });
   }
@@ -118,21 +118,21 @@ export class StateMachine {
           'reverse needs a sync started with reversible: true and enableUserWriteBlocking: true ("sourceAndDestination")',
         );
       }
-      await this.#engine.reverse();
+      await this.#sync.reverse();
       this.#request = { ...request, source: request.destination, destination: request.source };
       this.#moveTo(COMMANDS.reverse.to);
     });
   }
 
   /**
-   * Refuses new requests from now on, lets the request in progress finish, then closes the engine
+   * Refuses new requests from now on, lets the request in progress finish, then closes the sync
    * (which records its state). Progress is still served meanwhile.
    */
   close(): Promise<void> {
     this.#closing = true;
     return this.#serialize(async () => {
       if (this.#closed) return;
-      await this.#engine.close();
+      await this.#sync.close();
       this.#closed = true;
     });
   }
@@ -146,7 +146,7 @@ export class StateMachine {
 
   /**
    * Runs a request's task in the queue once its state is checked there. While INITIALIZING or
-   * shutting down it is refused at once rather than queued behind recovery or the engine's close.
+   * shutting down it is refused at once rather than queued behind recovery or the sync's close.
    */
   #command(command: Command, task: () => Promise<void>): Promise<void> {
     if (this.#state === 'INITIALIZING' || this.#closing) {
@@ -162,7 +162,7 @@ export class StateMachine {
     });
   }
 
-  #onEngineEvent(event: SyncEvent): void {
+  #onSyncEvent(event: SyncEvent): void {
     const expected: Record<SyncEvent['type'], { from: State; to: State }> = {
       commitCompleted: { from: 'COMMITTING', to: 'COMMITTED' },
       reverseCompleted: { from: 'REVERSING', to: 'RUNNING' },
@@ -178,7 +178,7 @@ export class StateMachine {
           : `The sync reported an error while ${this.#state}: ${reason}`;
     }
     if (this.#closed || this.#state !== from) {
-      this.#logger.warn({ event: event.type, state: this.#state }, 'Engine event does not apply in this state; ignored');
+      this.#logger.warn({ event: event.type, state: this.#state }, 'Sync event does not apply in this state; ignored');
       return;
     }
     this.#moveTo(to);

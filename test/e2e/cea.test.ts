@@ -102,6 +102,11 @@ describe('change-event application with a random workload during and after the c
     assert.ok(caughtUp.totalEventsApplied > before, `${caughtUp.totalEventsApplied} > ${before}`);
     assert.deepEqual(caughtUp.lag, { overallLagSeconds: 0, crudLagSeconds: 0, ddlLagSeconds: 0 });
     assert.deepEqual(caughtUp.warnings, []);
+    // The same work, counted on /metrics.
+    const metrics = await (await fetch(`${ferry.base}/metrics`)).text();
+    const counter = (name: string) => Number(new RegExp(`^${name} (\\d+)$`, 'm').exec(metrics)?.[1]);
+    assert.equal(counter('ferry_applied_events_total'), caughtUp.totalEventsApplied, metrics);
+    assert.ok(counter('ferry_copied_bytes_total') > 0 && counter('ferry_copied_documents_total') > 0, metrics);
   });
 
   it(

@@ -137,6 +137,7 @@ export class SyncOrchestrator implements SyncControl {
     const run: Run = { context, sequence: this.#options.phases.sequence.map((build) => build(context)), active: false };
     sync.run = run;
     sync.application = this.#options.phases.changeApplication(context);
+    sync.applicationStarted = false;
     await Promise.all([...run.sequence, sync.application].map((phase) => phase.recover()));
     return run;
   }
@@ -148,6 +149,7 @@ export class SyncOrchestrator implements SyncControl {
       // Blocking survives restarts on the server; asserting it again costs nothing.
       if (blocksDestination(sync.request.enableUserWriteBlocking)) await setUserWriteBlocking(sync.destination.client, true);
       // During a commit, a failure of application reaches the commit through applyThrough instead.
+      sync.applicationStarted = true;
       sync.application?.start().catch((error: unknown) => void (sync.commit === undefined ? this.#fail(sync, error) : undefined));
       for (const phase of run.sequence) if ((await phase.start()) === 'stopped' || !run.active) return;
     })().catch((error: unknown) => this.#fail(sync, error));
@@ -163,18 +165,22 @@ export class SyncOrchestrator implements SyncControl {
   async #fail(sync: ActiveSync, error: unknown): Promise<void> {
     if (this.#sync !== sync || sync.run?.active !== true) return; // already stopping or stopped
     this.#logger.error({ err: error }, 'The sync failed');
-    await this.#halt(sync);
+    await this.#halt(sync, false);
     await sync.resume.setState('PAUSED', redactUris((error as Error).message)).catch((persistError: unknown) => {
       this.#logger.error({ err: persistError }, 'Could not record the failure in the metadata');
     });
     this.#report({ type: 'failed', error: error as Error });
   }
 
-  /** Stops every phase of the run at a safe point and waits for it. */
-  async #halt(sync: ActiveSync): Promise<void> {
+  /**
+   * Stops every phase of the run at a safe point and waits for them; with `untilDone`, for the
+   * run itself too (never from a failure of the run, which is the end of that very promise).
+   */
+  async #halt(sync: ActiveSync, untilDone = true): Promise<void> {
     const run = sync.run;
     if (run !== undefined) run.active = false;
-    await Promise.all([...(run?.sequence ?? []).map((phase) => phase.stop()), sync.application?.stop(), run?.done]);
+    await Promise.all([...(run?.sequence ?? []).map((phase) => phase.stop()), sync.application?.stop()]);
+    if (untilDone) await run?.done;
   }
 
   #requireSync(command: string): ActiveSync {

@@ -27,6 +27,8 @@ export interface ActiveSync extends SyncTarget {
   run?: Run;
   /** Change-event application; replaced by the commit's hand-off after a failed try. */
   application?: ChangeApplication;
+  /** Whether `application` has been started (a sync recovered COMMITTING has it built, not started). */
+  applicationStarted?: boolean;
   commit?: CommitPhase;
   committing?: Promise<void>;
 }
@@ -67,9 +69,13 @@ export function changeApplicationHandoff(
   return {
     take: async () => {
       if (sync.application === undefined) {
-        const application = (sync.application = build(sync.run!.context));
-        await application.recover();
-        void application.start().catch(() => undefined); // its failure reaches the commit through applyThrough
+        sync.application = build(sync.run!.context);
+        sync.applicationStarted = false;
+        await sync.application.recover();
+      }
+      if (sync.applicationStarted !== true) {
+        sync.applicationStarted = true;
+        void sync.application.start().catch(() => undefined); // its failure reaches the commit through applyThrough
       }
       return sync.application;
     },

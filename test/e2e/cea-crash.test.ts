@@ -128,6 +128,8 @@ describe('crash safety', () => {
         .deleteOne({ _id: 'duplicate' } as Document);
       const done = await second.waitForProgress((p) => p.state === 'COMMITTED', 60_000);
       assert.equal(done.canWrite, true);
+      const failedTries = second.log().filter((line) => /could not finish yet/.test(String(line.message)));
+      assert.deepEqual(failedTries, [], 'the recovered commit took change-event application over at its first try');
     } finally {
       assert.equal(await second.stop(), 0);
     }

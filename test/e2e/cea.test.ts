@@ -105,7 +105,10 @@ describe('change-event application with a random workload during and after the c
     // The same work, counted on /metrics.
     const metrics = await (await fetch(`${ferry.base}/metrics`)).text();
     const counter = (name: string) => Number(new RegExp(`^${name} (\\d+)$`, 'm').exec(metrics)?.[1]);
-    assert.equal(counter('ferry_applied_events_total'), caughtUp.totalEventsApplied, metrics);
+    // Between two reads of progress (an event may still arrive: the counters never go back).
+    const after = (await ferry.progress()).totalEventsApplied as number;
+    const applied = counter('ferry_applied_events_total');
+    assert.ok(applied >= caughtUp.totalEventsApplied && applied <= after, `${caughtUp.totalEventsApplied} ≤ ${applied} ≤ ${after}`);
     assert.ok(counter('ferry_copied_bytes_total') > 0 && counter('ferry_copied_documents_total') > 0, metrics);
   });
 

@@ -209,9 +209,11 @@ export async function runCeaBenchmark(options: CeaBenchmarkOptions = {}): Promis
     const histograms = await readApplyHistograms(ferry.base);
     const clustersCpu = sampler.usage('source').cpuSeconds + sampler.usage('destination').cpuSeconds;
     print(
-      `sustained ${seconds} s at ${opsPerSecond} writes/s: reached ${sustained.achievedOpsPerSecond}/s, applied ${sustained.appliedEventsPerSecond} events/s, ` +
+      `sustained ${seconds} s at ${opsPerSecond} writes/s: reached ` +
+        `${sustained.achievedOpsPerSecond}/s, applied ${sustained.appliedEventsPerSecond} events/s, ` +
         `lag p50 ${sustained.lag.p50} s, p99 ${sustained.lag.p99} s, max ${sustained.lag.max} s (probe); ` +
-        `Ferry's histogram: lag p50 ${histograms.lag.p50.toFixed(3)} s, p99 ${histograms.lag.p99.toFixed(3)} s, max ${histograms.lag.max.toFixed(3)} s, ` +
+        `Ferry's histogram: lag p50 ${histograms.lag.p50.toFixed(3)} s, p99 ` +
+        `${histograms.lag.p99.toFixed(3)} s, max ${histograms.lag.max.toFixed(3)} s, ` +
         `apply p50 ${(histograms.applyLatency.p50 * 1000).toFixed(1)} ms, p99 ${(histograms.applyLatency.p99 * 1000).toFixed(1)} ms`,
     );
 

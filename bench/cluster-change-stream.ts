@@ -73,10 +73,12 @@ try {
   const caughtUp = await drain(backlog, total + 1);
   await backlog.close();
   console.log(
-    `stream delivered ${received} events (${(bytes / 1e6).toFixed(0)} MB) in ${seconds.toFixed(2)} s: ${Math.round(received / seconds)} events/s, lag at end ${((lastEventAt - writtenAt) / 1000).toFixed(2)} s`,
+    `stream delivered ${received} events (${(bytes / 1e6).toFixed(0)} MB) in ${seconds.toFixed(2)} s: ` +
+      `${Math.round(received / seconds)} events/s, lag at end ${((lastEventAt - writtenAt) / 1000).toFixed(2)} s`,
   );
   console.log(
-    `catch-up read of the backlog: ${Math.round((total + 1) / caughtUp.seconds)} events/s (${(caughtUp.bytes / 1e6 / caughtUp.seconds).toFixed(0)} MB/s)`,
+    `catch-up read of the backlog: ${Math.round((total + 1) / caughtUp.seconds)} ` +
+      `events/s (${(caughtUp.bytes / 1e6 / caughtUp.seconds).toFixed(0)} MB/s)`,
   );
 } finally {
   await writer.close();

@@ -226,13 +226,16 @@ async function runOnce(storage: Storage): Promise<RunResult> {
       `[${storage}] inserted ${totalDocs.toLocaleString()} × 1 KiB documents (${insertedMB.toFixed(0)} MB) over ${connections} connections`,
     );
     console.log(
-      `[${storage}] insert: ${(insertedMB / insertCpu).toFixed(0)} MB per server CPU-second (${insertCpu.toFixed(2)} s CPU), ${(insertedMB / insertWall).toFixed(0)} MB/s wall`,
+      `[${storage}] insert: ${(insertedMB / insertCpu).toFixed(0)} MB per server CPU-second ` +
+        `(${insertCpu.toFixed(2)} s CPU), ${(insertedMB / insertWall).toFixed(0)} MB/s wall`,
     );
     console.log(
-      `[${storage}] scan:   ${(scanned / 1e6 / scanCpu).toFixed(0)} MB per server CPU-second (${scanCpu.toFixed(2)} s CPU), ${(scanned / 1e6 / scanWall).toFixed(0)} MB/s wall`,
+      `[${storage}] scan:   ${(scanned / 1e6 / scanCpu).toFixed(0)} MB per server CPU-second ` +
+        `(${scanCpu.toFixed(2)} s CPU), ${(scanned / 1e6 / scanWall).toFixed(0)} MB/s wall`,
     );
     console.log(
-      `[${storage}] memory: RSS ${mb(loadedRss)} MB (idle ${mb(idleRss)} MB) for ${mb(storedBytes)} MB stored: ${(loadedRss / storedBytes).toFixed(2)}× stored, ${((loadedRss - idleRss) / storedBytes).toFixed(2)}× above idle`,
+      `[${storage}] memory: RSS ${mb(loadedRss)} MB (idle ${mb(idleRss)} MB) for ${mb(storedBytes)} MB stored: ` +
+        `${(loadedRss / storedBytes).toFixed(2)}× stored, ${((loadedRss - idleRss) / storedBytes).toFixed(2)}× above idle`,
     );
     const result: RunResult = {
       storage,
@@ -252,7 +255,8 @@ async function runOnce(storage: Storage): Promise<RunResult> {
       check.close();
       if (count !== totalDocs) throw new Error(`after SIGKILL and restart: ${count} documents, expected ${totalDocs}`);
       console.log(
-        `[${storage}] directory ${mb(result.directoryBytes)} MB; SIGKILL → restarted with all ${count.toLocaleString()} documents in ${result.recoverySeconds.toFixed(2)} s`,
+        `[${storage}] directory ${mb(result.directoryBytes)} MB; ` +
+          `SIGKILL → restarted with all ${count.toLocaleString()} documents in ${result.recoverySeconds.toFixed(2)} s`,
       );
     }
     return result;
@@ -278,7 +282,9 @@ if (results.length > 1) {
   for (const storage of storages) {
     const inserts = of(storage, (r) => r.insertMBPerCpu);
     console.log(
-      `${storage}: insert MB per server CPU-second ${inserts.map((v) => v.toFixed(0)).join(' · ')} (median ${median(inserts).toFixed(0)}); scan median ${median(of(storage, (r) => r.scanMBPerCpu)).toFixed(0)}; wall insert median ${median(of(storage, (r) => r.insertMBPerWall)).toFixed(0)} MB/s`,
+      `${storage}: insert MB per server CPU-second ${inserts.map((v) => v.toFixed(0)).join(' · ')} ` +
+        `(median ${median(inserts).toFixed(0)}); scan median ${median(of(storage, (r) => r.scanMBPerCpu)).toFixed(0)}; ` +
+        `wall insert median ${median(of(storage, (r) => r.insertMBPerWall)).toFixed(0)} MB/s`,
     );
   }
   if (storages.length === 2) {

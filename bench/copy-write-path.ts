@@ -17,10 +17,11 @@ import { TYPE_FAITHFUL } from '../src/bson/index.js';
 import { Batcher } from '../src/copy/batcher.js';
 import { copyPartition, type CopyResources } from '../src/copy/partition-copier.js';
 import { SharedCounters, StopFlag } from '../src/copy/shared-state.js';
-import { driverDocumentSequence, type WritePath } from '../src/copy/write-path.js';
+import { driverDocumentSequence } from '../src/cluster/raw-writes.js';
 import { packValue } from '../src/meta/store.js';
-import { HistogramSet } from '../src/metrics/index.js';
 import { spawnCluster } from '../test/cluster/index.js';
+import type { WritePath } from '../src/config/settings.js';
+import { HistogramSet } from '../src/metrics/histograms.js';
 
 const sizeMB = Number(process.argv[2] ?? 64);
 const runs = Number(process.argv[3] ?? 3);

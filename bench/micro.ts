@@ -19,7 +19,7 @@ import { Bench } from 'tinybench';
 import { decodeDocument, findElement, findId, readChangeEvent, readId } from '../src/bson/index.js';
 import { idKey, laneOf } from '../src/cea/document-key.js';
 import { Batcher, batchLimits } from '../src/copy/batcher.js';
-import { batchDocumentStarts } from '../src/copy/raw-cursor.js';
+import { batchDocumentStarts } from '../src/cluster/raw-cursor.js';
 import { positiveInteger } from '../scripts/lib/cli-numbers.js';
 import { COLLECTIONS } from '../scripts/lib/dataset.js';
 import { createRandom } from '../scripts/lib/random.js';
@@ -75,7 +75,9 @@ function changeEvents(count: number): Uint8Array[] {
     const document = orders.document(i, random);
     return serialize({
       _id: {
-        _data: `8265${i.toString(16).padStart(8, '0')}000000012B042C0100296E5A1004${'A'.repeat(32)}463C6F7065726174696F6E54797065003C696E736572740046`,
+        _data:
+          `8265${i.toString(16).padStart(8, '0')}000000012B042C0100296E5A1004${'A'.repeat(32)}` +
+          '463C6F7065726174696F6E54797065003C696E736572740046',
       },
       operationType: kind === 0 ? 'insert' : kind === 1 ? 'update' : 'delete',
       clusterTime: new Timestamp({ t: 1_700_000_000 + i, i: 1 }),
@@ -174,7 +176,8 @@ export async function runMicroBenchmarks(options: MicroBenchmarkOptions = {}): P
   });
   for (const c of results) {
     print(
-      `${c.name.padEnd(66)} ${String(c.nsPerItem).padStart(9)} ns/${c.item}  ${c.itemsPerSecond.toLocaleString('en-US').padStart(12)} ${c.item}s/s  ${String(c.MBps).padStart(8)} MB/s`,
+      `${c.name.padEnd(66)} ${String(c.nsPerItem).padStart(9)} ns/${c.item}  ` +
+        `${c.itemsPerSecond.toLocaleString('en-US').padStart(12)} ${c.item}s/s  ${String(c.MBps).padStart(8)} MB/s`,
     );
   }
   if (sink === Number.MIN_SAFE_INTEGER) print(''); // never true; reads sink

@@ -21,7 +21,6 @@ import { rm, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Command } from 'commander';
-import { redactUris } from '../src/log/redact.js';
 import { spawnCluster, type ClusterHandle } from '../test/cluster/index.js';
 import { startFerry, type FerryProcess, type Progress } from '../test/e2e/ferry-process.js';
 import { generateDataset, type GenerateReport } from './generate.js';
@@ -33,6 +32,7 @@ import { readApplyHistograms } from './lib/ferry-metrics.js';
 import { assertAppliesChanges, describeProgress, watchProgress } from './lib/sync-watch.js';
 import { startWorkload, type Workload, type WorkloadStats } from './workload.js';
 import { runIfEntryPoint } from './lib/entry-point.js';
+import { redactUris } from '../src/domain/credentials.js';
 
 /** Options of `runDemo`. */
 export interface DemoOptions {
@@ -200,13 +200,15 @@ async function verifyDestination(
       const documents =
         comparison.documents === undefined
           ? ''
-          : `${comparison.documents.toLocaleString('en-US').padStart(9)} documents  sha256 ${comparison.sourceHash!.slice(0, 16)}…  ${comparison.indexes} indexes`;
+          : `${comparison.documents.toLocaleString('en-US').padStart(9)} documents  ` +
+            `sha256 ${comparison.sourceHash!.slice(0, 16)}…  ${comparison.indexes} indexes`;
       print(`  ${comparison.equal ? 'equal    ' : 'DIFFERENT'} ${comparison.ns.padEnd(32)} ${comparison.type.padEnd(10)} ${documents}`);
     },
   });
   if (differences.length > 0) {
     throw new DemoFailedError(
-      `the destination differs from the source in ${differences.length} way(s):\n  ${differences.slice(0, 10).map(formatDifference).join('\n  ')}`,
+      `the destination differs from the source in ${differences.length} ` +
+        `way(s):\n  ${differences.slice(0, 10).map(formatDifference).join('\n  ')}`,
     );
   }
   return { namespaces: compared.length, documents: compared.reduce((sum, c) => sum + (c.documents ?? 0), 0) };
@@ -285,7 +287,8 @@ function printSummary(summary: DemoSummary, print: (line: string) => void): void
   print('');
   print('Summary');
   print(
-    `  copied        ${(summary.copiedBytes / MiB).toFixed(1)} MB, ${n(summary.source.documents)} documents in ${summary.copySeconds.toFixed(1)} s = ${summary.copyMBps.toFixed(1)} MB/s (indexes included)`,
+    `  copied        ${(summary.copiedBytes / MiB).toFixed(1)} MB, ${n(summary.source.documents)} documents ` +
+      `in ${summary.copySeconds.toFixed(1)} s = ${summary.copyMBps.toFixed(1)} MB/s (indexes included)`,
   );
   print(
     `  workload      ${n(summary.workload.writes)} writes on the source during the sync (${n(summary.workload.changes)} documents changed)`,
@@ -299,7 +302,8 @@ function printSummary(summary: DemoSummary, print: (line: string) => void): void
   );
   print(`  sync          ${summary.syncSeconds.toFixed(1)} s from start to COMMITTED`);
   print(
-    `  verified      destination equals source: ${summary.verified.namespaces} namespaces, ${n(summary.verified.documents)} documents, options and indexes restored`,
+    `  verified      destination equals source: ${summary.verified.namespaces} ` +
+      `namespaces, ${n(summary.verified.documents)} documents, options and indexes restored`,
   );
 }
 

@@ -23,8 +23,8 @@ import { Double, Int32, MongoClient, type AnyBulkWriteOperation, type Document }
 import { positiveNumber, integer } from './lib/cli-numbers.js';
 import { COLLECTIONS, type CollectionDefinition } from './lib/dataset.js';
 import { createRandom, type Random } from './lib/random.js';
-import { redactUris } from '../src/log/redact.js';
 import { runIfEntryPoint } from './lib/entry-point.js';
+import { redactUris } from '../src/domain/credentials.js';
 
 /** Options of `startWorkload`. */
 export interface WorkloadOptions {
@@ -34,7 +34,10 @@ export interface WorkloadOptions {
   opsPerSecond?: number;
   /** Seed of the writes chosen. Default 1. */
   seed?: number;
-  /** Which range of new `_id`s inserts take (1 – 200); concurrent or successive workloads on the same data need different ones. Default 1. */
+  /**
+   * Which range of new `_id`s inserts take (1 – 200); concurrent or successive workloads on the
+   * same data need different ones. Default 1.
+   */
   idRange?: number;
   /** Prefix of the generator's database names. Default `gen_`. */
   prefix?: string;

@@ -20,13 +20,13 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import { MongoClient } from 'mongodb';
-import { redactUris } from '../../src/log/redact.js';
 import { spawnCluster, type ClusterHandle } from '../../test/cluster/index.js';
 import { copyFinished, startFerry } from '../../test/e2e/ferry-process.js';
 import { watchProgress } from '../../scripts/lib/sync-watch.js';
 import type { GenerateReport } from '../../scripts/generate.js';
 import type { UsageSampler } from './process-usage.js';
 import { GiB, MiB, round } from './results.js';
+import { redactUris } from '../../src/domain/credentials.js';
 
 /** A cluster process the harness can measure. */
 export type MeasuredCluster = ClusterHandle & { pid: number };
@@ -67,7 +67,8 @@ export function copyWorkload(report: GenerateReport): CopyWorkload {
 export function describeMeasurement(m: CopyMeasurement): string {
   return (
     `${m.copier.padEnd(8)} ${m.seconds.toFixed(1).padStart(7)} s ${m.MBps.toFixed(1).padStart(7)} MB/s ` +
-    `${String(m.documentsPerSecond).padStart(8)} docs/s  CPU ${m.cpuSeconds.toFixed(1)} s (${m.cpuSecondsPerGB.toFixed(1)} s/GB, ${m.systemCpuSeconds.toFixed(1)} s kernel)  ` +
+    `${String(m.documentsPerSecond).padStart(8)} docs/s  CPU ${m.cpuSeconds.toFixed(1)} ` +
+    `s (${m.cpuSecondsPerGB.toFixed(1)} s/GB, ${m.systemCpuSeconds.toFixed(1)} s kernel)  ` +
     `peak RSS ${m.peakRssMB.toFixed(0)} MB  clusters CPU ${(m.sourceClusterCpuSeconds + m.destinationClusterCpuSeconds).toFixed(1)} s`
   );
 }

@@ -4,7 +4,7 @@
  * sets exit code 1.
  */
 import { pathToFileURL } from 'node:url';
-import { redactUris } from '../../src/log/redact.js';
+import { redactUris } from '../../src/domain/credentials.js';
 
 export function runIfEntryPoint(moduleUrl: string, name: string, main: (argv: string[]) => Promise<void>): void {
   if (process.argv[1] === undefined || moduleUrl !== pathToFileURL(process.argv[1]).href) return;

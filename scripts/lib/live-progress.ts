@@ -113,7 +113,8 @@ export function createLiveProgress(options: LiveProgressOptions = {}): LiveProgr
       lastLine = now;
       const copied =
         shown.totalMB > 0
-          ? `copied ${shown.copiedMB.toFixed(1)}/${shown.totalMB.toFixed(1)} MB (${Math.min(100, (shown.copiedMB / shown.totalMB) * 100).toFixed(0)}%)`
+          ? `copied ${shown.copiedMB.toFixed(1)}/${shown.totalMB.toFixed(1)} MB ` +
+            `(${Math.min(100, (shown.copiedMB / shown.totalMB) * 100).toFixed(0)}%)`
           : 'estimating the copy';
       stream.write(
         `[${((now - started) / 1000).toFixed(1).padStart(6)} s] ${shown.state} (${shown.info}) ${copied}, ` +

@@ -3,7 +3,7 @@
  * configured in server.ts to reject, never coerce or strip: a body either matches or the
  * request fails with InvalidRequest naming the first mismatch (see formatSchemaError).
  */
-import { BUILD_INDEXES, WRITE_BLOCKING_MODES } from './start-request.js';
+import { BUILD_INDEXES, WRITE_BLOCKING_MODES } from '../domain/start-request.js';
 
 const name = { type: 'string', minLength: 1 } as const;
 

@@ -5,9 +5,9 @@
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyRequest } from 'fastify';
 import type { Logger } from '../log/logger.js';
 import type { StateMachine } from '../state/machine.js';
-import { asFerryError, InvalidRequest, NotFound, RequestTooLarge, type FerryError } from './errors.js';
 import { registerRoutes } from './routes.js';
 import { formatSchemaError, type SchemaError } from './schemas.js';
+import { asFerryError, InvalidRequest, NotFound, RequestTooLarge, type FerryError } from '../errors/errors.js';
 
 export interface ServerOptions {
   machine: StateMachine;
@@ -68,7 +68,7 @@ export function buildServer(options: ServerOptions): FastifyInstance {
   app.addHook('onResponse', async (request, reply) => {
     if (request.method === 'GET') return;
     const refused = refusals.get(request);
-    const fields = { method: request.method, url: request.url, statusCode: reply.statusCode, error: refused?.error };
+    const fields = { method: request.method, url: request.url, statusCode: reply.statusCode, error: refused?.code };
     const outcome = refused === undefined ? 'succeeded' : `refused: ${refused.message}`;
     logger.info(fields, `API ${request.method} ${request.url} ${outcome}`);
   });

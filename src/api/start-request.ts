@@ -1,54 +1,20 @@
 /**
- * The `POST /api/v1/start` request: its typed, normalized form (what the rest of Ferry imports)
- * and the rules between fields that a JSON schema cannot state. The schema itself (types,
- * allowed values, unknown fields) is in schemas.ts and runs first.
+ * Turning a `POST /api/v1/start` body into a StartRequest (src/domain/start-request.ts): the
+ * rules between fields that a JSON schema cannot state. The schema itself (types, allowed values,
+ * unknown fields) is in schemas.ts and runs first.
  */
-import { CLUSTER_NAMES, type ClusterName } from '../config/clusters.js';
-import { createNamespaceSelector, InvalidNamespaceFilterError, type NamespaceFilter } from '../plan/namespaces.js';
-import { InvalidRequest } from './errors.js';
-
-export type { NamespaceFilter } from '../plan/namespaces.js';
-
-/** `buildIndexes` values, as mongosync accepts them; the first is the default. */
-export const BUILD_INDEXES = ['afterDataCopy', 'beforeDataCopy', 'excludeHashed', 'excludeHashedAfterCopy', 'never'] as const;
-export type BuildIndexes = (typeof BUILD_INDEXES)[number];
-
-/**
- * `enableUserWriteBlocking` in its string form. The older boolean form maps `true` to
- * `sourceAndDestination` and `false` to `none`; absent means `destinationOnly` (mongosync's default).
- */
-export const WRITE_BLOCKING_MODES = ['sourceAndDestination', 'destinationOnly', 'none'] as const;
-export type WriteBlocking = (typeof WRITE_BLOCKING_MODES)[number];
-
-export interface ShardingEntry {
-  database: string;
-  collection: string;
-  /** Shard key fields in order, each `{field: 1}` or `{field: "hashed"}`. */
-  shardCollection: { key: Record<string, 1 | 'hashed'>[] };
-}
-
-export interface ShardingConfig {
-  /** Create a supporting index for a shard key that has none on the source. Default false. */
-  createSupportingIndexes: boolean;
-  /** Collections to shard; others sync unsharded. May be empty. */
-  shardingEntries: ShardingEntry[];
-}
-
-/** A validated start request with every default filled in. */
-export interface StartRequest {
-  source: ClusterName;
-  destination: ClusterName;
-  buildIndexes: BuildIndexes;
-  /** Default false. */
-  reversible: boolean;
-  enableUserWriteBlocking: WriteBlocking;
-  includeNamespaces?: NamespaceFilter[];
-  excludeNamespaces?: NamespaceFilter[];
-  /** Required for replica set → sharded cluster, refused otherwise (checked in preflight). */
-  sharding?: ShardingConfig;
-  /** Embedded verification; default enabled. */
-  verification: { enabled: boolean };
-}
+import { CLUSTER_NAMES, type ClusterName } from '../domain/clusters.js';
+import {
+  BUILD_INDEXES,
+  type BuildIndexes,
+  type NamespaceFilter,
+  type ShardingConfig,
+  type ShardingEntry,
+  type StartRequest,
+  type WriteBlocking,
+} from '../domain/start-request.js';
+import { createNamespaceSelector } from '../plan/namespaces.js';
+import { InvalidNamespaceFilter, InvalidRequest } from '../errors/errors.js';
 
 /** The body as the schema guarantees it; rules below check the rest. */
 export interface StartBody {
@@ -94,7 +60,7 @@ function checkFilters(request: StartRequest): void {
   try {
     createNamespaceSelector(request.includeNamespaces, request.excludeNamespaces);
   } catch (error) {
-    if (error instanceof InvalidNamespaceFilterError) throw new InvalidRequest(error.message);
+    if (error instanceof InvalidNamespaceFilter) throw new InvalidRequest(error.message);
     throw error;
   }
 }

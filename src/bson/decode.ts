@@ -37,8 +37,8 @@ import {
   type Document,
 } from 'bson';
 import { BsonType } from './element-types.js';
-import { MalformedBsonError } from './errors.js';
 import { decodeUtf8, forEachElement, readInt32LE, type RawElement } from './scan.js';
+import { MalformedBson } from '../errors/errors.js';
 
 /** `deserialize` options that keep every value's BSON type (see the module comment). */
 export const TYPE_FAITHFUL: DeserializeOptions = Object.freeze({
@@ -59,8 +59,8 @@ export function decodeDocument(buf: Uint8Array, offset = 0, end?: number): Docum
   try {
     return deserialize(bytes, DECODE_DOCUMENT);
   } catch (error) {
-    if (error instanceof MalformedBsonError) throw error;
-    throw new MalformedBsonError((error as Error).message, offset);
+    if (error instanceof MalformedBson) throw error;
+    throw new MalformedBson({ detail: (error as Error).message, offset: offset });
   }
 }
 
@@ -99,15 +99,15 @@ function decodeWrapped(buf: Uint8Array, element: RawElement): unknown {
 
 /**
  * The value of an element found by `findElement`, as a `bson` JavaScript value (see the module
- * comment). Throws `MalformedBsonError` when the value's bytes are invalid.
+ * comment). Throws `MalformedBson` when the value's bytes are invalid.
  */
 export function decodeValue(buf: Uint8Array, element: RawElement): unknown {
   try {
     const value = decodeValueUnchecked(buf, element);
     return isComposite(element.type) ? keepFieldOrder(value, buf, element) : value;
   } catch (error) {
-    if (error instanceof MalformedBsonError) throw error;
-    throw new MalformedBsonError((error as Error).message, element.valueOffset);
+    if (error instanceof MalformedBson) throw error;
+    throw new MalformedBson({ detail: (error as Error).message, offset: element.valueOffset });
   }
 }
 
@@ -205,7 +205,7 @@ function decodeValueUnchecked(buf: Uint8Array, element: RawElement): unknown {
       return new ObjectId(copyBytes(buf, p, p + 12));
     case BsonType.boolean: {
       const byte = buf[p];
-      if (byte !== 0 && byte !== 1) throw new MalformedBsonError(`boolean byte ${byte}`, p);
+      if (byte !== 0 && byte !== 1) throw new MalformedBson({ detail: `boolean byte ${byte}`, offset: p });
       return byte === 1;
     }
     case BsonType.date:
@@ -237,6 +237,6 @@ function decodeValueUnchecked(buf: Uint8Array, element: RawElement): unknown {
     case BsonType.dbPointer:
       return decodeWrapped(buf, element);
     default:
-      throw new MalformedBsonError(`unknown element type 0x${element.type.toString(16)}`, p);
+      throw new MalformedBson({ detail: `unknown element type 0x${element.type.toString(16)}`, offset: p });
   }
 }

@@ -4,7 +4,6 @@
  * MongoDB's canonical order.
  */
 export { BsonType, bsonTypeName, type BsonTypeCode } from './element-types.js';
-export { MalformedBsonError } from './errors.js';
 export {
   documentBytes,
   documentEnd,
@@ -18,13 +17,5 @@ export {
   type RawElement,
 } from './scan.js';
 export { decodeDocument, decodeValue, TYPE_FAITHFUL } from './decode.js';
-export {
-  findId,
-  MissingBsonFieldError,
-  readChangeEvent,
-  readId,
-  UnexpectedBsonTypeError,
-  type ChangeEventFields,
-  type EventNamespace,
-} from './read.js';
+export { findId, readChangeEvent, readId, type ChangeEventFields, type EventNamespace } from './read.js';
 export { canonicalRank, compareBsonValues, compareUtf8 } from './compare.js';

@@ -6,35 +6,14 @@ import type { Document, Timestamp } from 'bson';
 import { BsonType, bsonTypeName } from './element-types.js';
 import { decodeDocument, decodeValue } from './decode.js';
 import { encodeFieldName, findElement, findElements, valueBytes, type RawElement } from './scan.js';
-
-/** A field a caller relies on is absent from a document. */
-export class MissingBsonFieldError extends Error {
-  override readonly name = 'MissingBsonFieldError';
-  readonly code = 'MissingBsonField';
-  constructor(readonly field: string) {
-    super(`document has no "${field}" field`);
-  }
-}
-
-/** A field holds a BSON type other than the one the caller needs. */
-export class UnexpectedBsonTypeError extends Error {
-  override readonly name = 'UnexpectedBsonTypeError';
-  readonly code = 'UnexpectedBsonType';
-  constructor(
-    readonly field: string,
-    readonly expected: string,
-    readonly actualType: number,
-  ) {
-    super(`field "${field}" should be ${expected}, found ${bsonTypeName(actualType)}`);
-  }
-}
+import { MissingBsonField, UnexpectedBsonType } from '../errors/errors.js';
 
 const ID = encodeFieldName('_id');
 
 /** The raw `_id` element of a document (every stored document has one). */
 export function findId(doc: Uint8Array, offset = 0): RawElement {
   const element = findElement(doc, ID, offset);
-  if (element === undefined) throw new MissingBsonFieldError('_id');
+  if (element === undefined) throw new MissingBsonField({ field: '_id' });
   return element;
 }
 
@@ -82,14 +61,14 @@ const EVENT_FIELDS = ['_id', 'operationType', 'ns', 'to', 'documentKey', 'cluste
 const NAMESPACE_FIELDS = ['db', 'coll'].map(encodeFieldName);
 
 function expectType(field: string, element: RawElement, type: number, expected: string): void {
-  if (element.type !== type) throw new UnexpectedBsonTypeError(field, expected, element.type);
+  if (element.type !== type) throw new UnexpectedBsonType({ field: field, expected: expected, actual: bsonTypeName(element.type) });
 }
 
 /** `{db, coll}` read by a scan of the nested document (no deserialize). */
 function readNamespace(event: Uint8Array, field: string, element: RawElement): EventNamespace {
   expectType(field, element, BsonType.document, 'a document');
   const [db, coll] = findElements(event, NAMESPACE_FIELDS, element.valueOffset);
-  if (db === undefined) throw new MissingBsonFieldError(`${field}.db`);
+  if (db === undefined) throw new MissingBsonField({ field: `${field}.db` });
   expectType(`${field}.db`, db, BsonType.string, 'a string');
   if (coll === undefined) return { db: decodeValue(event, db) as string };
   expectType(`${field}.coll`, coll, BsonType.string, 'a string');
@@ -109,8 +88,8 @@ class RawChangeEvent implements ChangeEventFields {
 
   constructor(event: Uint8Array, offset: number) {
     const [id, operationType, ns, to, documentKey, clusterTime] = findElements(event, EVENT_FIELDS, offset);
-    if (id === undefined) throw new MissingBsonFieldError('_id');
-    if (operationType === undefined) throw new MissingBsonFieldError('operationType');
+    if (id === undefined) throw new MissingBsonField({ field: '_id' });
+    if (operationType === undefined) throw new MissingBsonField({ field: 'operationType' });
     expectType('_id', id, BsonType.document, 'a document');
     expectType('operationType', operationType, BsonType.string, 'a string');
     this.resumeTokenBytes = valueBytes(event, id);
@@ -139,8 +118,8 @@ class RawChangeEvent implements ChangeEventFields {
 
 /**
  * Reads the routing fields of a raw change event in one pass over its top-level elements
- * (`resumeToken` and `documentKey` are decoded lazily). Throws `MissingBsonFieldError` without
- * `_id` or `operationType`, and `UnexpectedBsonTypeError` when a field has the wrong type.
+ * (`resumeToken` and `documentKey` are decoded lazily). Throws `MissingBsonField` without
+ * `_id` or `operationType`, and `UnexpectedBsonType` when a field has the wrong type.
  */
 export function readChangeEvent(event: Uint8Array, offset = 0): ChangeEventFields {
   return new RawChangeEvent(event, offset);

@@ -5,14 +5,14 @@
  * (`_id`, `operationType`, `ns`...). This walks the element list, skipping each value by the size
  * rule of its type (bsonspec.org), and stops at the first match. Every size read from the input is
  * checked against the enclosing document before it is used, so malformed input raises
- * `MalformedBsonError` and nothing is read past the end of the buffer. Embedded documents are only
+ * `MalformedBson` and nothing is read past the end of the buffer. Embedded documents are only
  * bounds-checked here; decoding one (see decode.ts) validates its contents.
  *
  * (bson's `onDemand.parseToElements` does a similar walk but is marked experimental, materializes
  * every element and checks less; this scanner stops early and allocates nothing while skipping.)
  */
 import { BsonType } from './element-types.js';
-import { MalformedBsonError } from './errors.js';
+import { MalformedBson } from '../errors/errors.js';
 
 /** Where one element lies in a buffer. All offsets are absolute offsets into that buffer. */
 export interface RawElement {
@@ -56,52 +56,52 @@ export function readInt32LE(buf: Uint8Array, p: number): number {
  */
 export function documentEnd(buf: Uint8Array, offset = 0): number {
   if (!Number.isInteger(offset) || offset < 0 || offset + 5 > buf.length) {
-    throw new MalformedBsonError(`a document needs at least 5 bytes, ${Math.max(0, buf.length - offset)} available`, offset);
+    throw new MalformedBson({ detail: `a document needs at least 5 bytes, ${Math.max(0, buf.length - offset)} available`, offset: offset });
   }
   const size = readInt32LE(buf, offset);
   if (size < 5 || size > buf.length - offset) {
-    throw new MalformedBsonError(`document size ${size} does not fit the ${buf.length - offset} bytes available`, offset);
+    throw new MalformedBson({ detail: `document size ${size} does not fit the ${buf.length - offset} bytes available`, offset: offset });
   }
   const last = offset + size - 1;
-  if (buf[last] !== 0) throw new MalformedBsonError('document does not end with a zero byte', last);
+  if (buf[last] !== 0) throw new MalformedBson({ detail: 'document does not end with a zero byte', offset: last });
   return last;
 }
 
 /** Offset of the NUL ending the C string at `from`, which must come before `limit`. */
 function cstringEnd(buf: Uint8Array, from: number, limit: number): number {
   const end = buf.indexOf(0, from);
-  if (end < 0 || end >= limit) throw new MalformedBsonError('unterminated C string', from);
+  if (end < 0 || end >= limit) throw new MalformedBson({ detail: 'unterminated C string', offset: from });
   return end;
 }
 
 /** End of a length-prefixed, NUL-terminated string value at `p`, within `limit`. */
 function stringEnd(buf: Uint8Array, p: number, limit: number): number {
-  if (p + 4 > limit) throw new MalformedBsonError('string length runs past the document', p);
+  if (p + 4 > limit) throw new MalformedBson({ detail: 'string length runs past the document', offset: p });
   const length = readInt32LE(buf, p);
   if (length < 1 || length > limit - p - 4) {
-    throw new MalformedBsonError(`string length ${length} does not fit the document`, p);
+    throw new MalformedBson({ detail: `string length ${length} does not fit the document`, offset: p });
   }
   const end = p + 4 + length;
-  if (buf[end - 1] !== 0) throw new MalformedBsonError('string does not end with a zero byte', end - 1);
+  if (buf[end - 1] !== 0) throw new MalformedBson({ detail: 'string does not end with a zero byte', offset: end - 1 });
   return end;
 }
 
 /** End of an embedded document or array value at `p`, within `limit`. */
 function embeddedEnd(buf: Uint8Array, p: number, limit: number): number {
-  if (p + 4 > limit) throw new MalformedBsonError('embedded document size runs past the document', p);
+  if (p + 4 > limit) throw new MalformedBson({ detail: 'embedded document size runs past the document', offset: p });
   const size = readInt32LE(buf, p);
   if (size < 5 || size > limit - p) {
-    throw new MalformedBsonError(`embedded document size ${size} does not fit the document`, p);
+    throw new MalformedBson({ detail: `embedded document size ${size} does not fit the document`, offset: p });
   }
   const end = p + size;
   if (buf[end - 1] !== 0) {
-    throw new MalformedBsonError('embedded document does not end with a zero byte', end - 1);
+    throw new MalformedBson({ detail: 'embedded document does not end with a zero byte', offset: end - 1 });
   }
   return end;
 }
 
 function fixedEnd(p: number, size: number, limit: number): number {
-  if (p + size > limit) throw new MalformedBsonError(`${size}-byte value runs past the document`, p);
+  if (p + size > limit) throw new MalformedBson({ detail: `${size}-byte value runs past the document`, offset: p });
   return p + size;
 }
 
@@ -137,10 +137,10 @@ export function valueEnd(buf: Uint8Array, type: number, p: number, limit: number
     case BsonType.array:
       return embeddedEnd(buf, p, limit);
     case BsonType.binary: {
-      if (p + 5 > limit) throw new MalformedBsonError('binary header runs past the document', p);
+      if (p + 5 > limit) throw new MalformedBson({ detail: 'binary header runs past the document', offset: p });
       const length = readInt32LE(buf, p);
       if (length < 0 || length > limit - p - 5) {
-        throw new MalformedBsonError(`binary length ${length} does not fit the document`, p);
+        throw new MalformedBson({ detail: `binary length ${length} does not fit the document`, offset: p });
       }
       return p + 5 + length;
     }
@@ -154,19 +154,19 @@ export function valueEnd(buf: Uint8Array, type: number, p: number, limit: number
       return fixedEnd(stringEnd(buf, p, limit), 12, limit);
     case BsonType.codeWithScope: {
       // int32 total size (counting itself), then a string, then a document, exactly filling it.
-      if (p + 4 > limit) throw new MalformedBsonError('code-with-scope size runs past the document', p);
+      if (p + 4 > limit) throw new MalformedBson({ detail: 'code-with-scope size runs past the document', offset: p });
       const total = readInt32LE(buf, p);
       if (total < 14 || total > limit - p) {
-        throw new MalformedBsonError(`code-with-scope size ${total} does not fit the document`, p);
+        throw new MalformedBson({ detail: `code-with-scope size ${total} does not fit the document`, offset: p });
       }
       const end = p + total;
       if (embeddedEnd(buf, stringEnd(buf, p + 4, end), end) !== end) {
-        throw new MalformedBsonError('code-with-scope size disagrees with its contents', p);
+        throw new MalformedBson({ detail: 'code-with-scope size disagrees with its contents', offset: p });
       }
       return end;
     }
     default:
-      throw new MalformedBsonError(`unknown element type 0x${type.toString(16)}`, p - 1);
+      throw new MalformedBson({ detail: `unknown element type 0x${type.toString(16)}`, offset: p - 1 });
   }
 }
 
@@ -185,7 +185,7 @@ function walk(buf: Uint8Array, offset: number, visit: ElementVisitor): void {
   for (;;) {
     const type = buf[p]!;
     if (type === 0) {
-      if (p !== last) throw new MalformedBsonError('zero type byte before the end of the document', p);
+      if (p !== last) throw new MalformedBson({ detail: 'zero type byte before the end of the document', offset: p });
       return;
     }
     const nameOffset = p + 1;
@@ -254,7 +254,7 @@ export function decodeUtf8(buf: Uint8Array, start: number, end: number): string 
   try {
     return utf8.decode(buf.subarray(start, end));
   } catch {
-    throw new MalformedBsonError('invalid UTF-8', start);
+    throw new MalformedBson({ detail: 'invalid UTF-8', offset: start });
   }
 }
 

@@ -29,22 +29,26 @@
 import { performance } from 'node:perf_hooks';
 import type { Document, Timestamp } from 'bson';
 import { BsonType, decodeDocument, findElement, readChangeEvent, type ChangeEventFields } from '../bson/index.js';
-import { namespaceOf, NamespaceRecords } from '../meta/namespaces.js';
+import { NamespaceRecords } from '../meta/namespaces.js';
 import { PartitionTable } from '../meta/partitions.js';
-import type { SyncPhase } from '../meta/resume.js';
-import type { ApplierContext, ApplierSnapshot, ChangeApplier } from '../sync/applier.js';
 import { ApplyPool } from './apply-pool.js';
 import { ChangeStreamReader } from './change-stream-reader.js';
 import { ChangeStreamCheckpoints, type StreamPosition } from './checkpoint.js';
 import { idKey, laneOf } from './document-key.js';
-import { DdlApplier, isDdlOperation, notAfter } from './ddl.js';
-import { ChangeStreamHistoryLost, UnexpectedChangeEvent } from './errors.js';
+import { DdlApplier, isDdlOperation } from './ddl.js';
 import { isCrudOperation } from './crud-event.js';
 import { LagTracker } from './lag.js';
 import { Lanes, type LaneBatch } from './lanes.js';
-import { describeTime, timeAfter } from './resume-token.js';
-import { COMMIT_LAG_LIMIT_SECONDS, type CeaSettings } from './settings.js';
 import { sweepTombstones } from './tombstones.js';
+import { namespaceOf } from '../domain/namespaces.js';
+import type { SyncPhase } from '../domain/states.js';
+import { notAfter, describeTime, timeAfter } from '../domain/time.js';
+import { ApplicationStopped, ChangeStreamHistoryLost, UnexpectedChangeEvent } from '../errors/errors.js';
+import type { CeaSettings } from '../config/settings.js';
+import { COMMIT_LAG_LIMIT_SECONDS } from '../domain/constants.js';
+import type { ChangeApplication, PhaseOutcome, PhaseStatus, SyncContext } from '../phase/contract.js';
+import { selectorFor, type NamespaceSelector } from '../plan/namespaces.js';
+import { appendOplogNote } from '../cluster/commands.js';
 
 /** A point of the stream reached once the lanes' watermark passes `seq`. */
 interface Candidate {
@@ -59,12 +63,11 @@ class Stopped extends Error {}
 
 const ID = '_id';
 
-export interface ChangeEventApplierOptions extends ApplierContext {
-  settings: CeaSettings;
-}
-
-export class ChangeEventApplier implements ChangeApplier {
-  readonly #context: ChangeEventApplierOptions;
+export class ChangeEventApplier implements ChangeApplication {
+  readonly name = 'change event application';
+  readonly #context: SyncContext;
+  readonly #settings: CeaSettings;
+  readonly #selector: NamespaceSelector;
   readonly #checkpoints: ChangeStreamCheckpoints;
   readonly #ddl: DdlApplier;
   readonly #records: NamespaceRecords;
@@ -73,7 +76,7 @@ export class ChangeEventApplier implements ChangeApplier {
   #phase: SyncPhase;
   /** Woken on a phase change or a stop. */
   #waiters: (() => void)[] = [];
-  #running: Promise<void> | undefined;
+  #running: Promise<PhaseOutcome> | undefined;
   #stopping = false;
   #lanes: Lanes | undefined;
   #copyCompletedAt: Timestamp | undefined;
@@ -90,50 +93,66 @@ export class ChangeEventApplier implements ChangeApplier {
   #target: { time: Timestamp; reached: boolean } | undefined;
   #warnedTypes = new Set<string>();
 
-  constructor(options: ChangeEventApplierOptions) {
-    this.#context = options;
-    this.#phase = options.resume.phase;
-    this.#checkpoints = new ChangeStreamCheckpoints(options.store);
-    this.#records = new NamespaceRecords(options.store);
-    this.#partitions = new PartitionTable(options.store);
+  constructor(context: SyncContext) {
+    this.#context = context;
+    this.#settings = context.settings.cea;
+    this.#selector = selectorFor(context.request);
+    this.#phase = context.syncPhase();
+    this.#checkpoints = new ChangeStreamCheckpoints(context.store);
+    this.#records = new NamespaceRecords(context.store);
+    this.#partitions = new PartitionTable(context.store);
     this.#ddl = new DdlApplier({
-      source: options.source,
-      destination: options.destination,
+      source: context.source.client,
+      destination: context.destination.client,
       records: this.#records,
-      request: options.request,
-      selector: options.selector,
-      logger: options.logger,
+      request: context.request,
+      selector: this.#selector,
+      logger: context.logger,
     });
   }
 
-  async start(): Promise<void> {
-    if (this.#running !== undefined) return;
-    this.#running = this.#run().catch((error: unknown) => this.#failed(error as Error));
+  /** Nothing to read ahead: the stream position is read when application starts. */
+  async recover(): Promise<void> {}
+
+  /**
+   * Applies from T0 or the recorded position until stopped (`stopped`) or past the commit point
+   * asked by `applyThrough` (`done`); rejects with what stopped it otherwise.
+   */
+  start(): Promise<PhaseOutcome> {
+    this.#running ??= this.#run().then(
+      (): PhaseOutcome => (this.#target?.reached === true ? 'done' : 'stopped'),
+      (error: unknown): PhaseOutcome => {
+        this.#failed(error as Error);
+        if (error instanceof Stopped || this.#stopping) return 'stopped';
+        throw error;
+      },
+    );
+    return this.#running;
   }
 
   async stop(): Promise<void> {
     this.#stopping = true;
     for (const wake of this.#waiters.splice(0)) wake();
-    await this.#running;
+    await this.#running?.catch(() => undefined);
   }
 
-  copyPhase(phase: SyncPhase): void {
+  onSyncPhase(phase: SyncPhase): void {
     this.#phase = phase;
     for (const wake of this.#waiters.splice(0)) wake();
   }
 
   async applyThrough(time: Timestamp): Promise<void> {
     this.#target = { time, reached: false };
-    await this.#running;
+    await this.#running?.catch(() => undefined);
     if (this.#failure !== undefined) throw this.#failure;
-    if (!this.#target.reached) throw new Error('change-event application stopped before reaching the commit point');
+    if (!this.#target.reached) throw new ApplicationStopped();
   }
 
-  snapshot(): ApplierSnapshot {
+  status(): PhaseStatus {
     const lag = this.#lag.lag();
-    const snapshot: ApplierSnapshot = {
-      eventsApplied: this.#eventsApplied,
-      caughtUp:
+    const status: PhaseStatus = {
+      counters: { appliedEvents: this.#eventsApplied },
+      readyToCommit:
         this.#running !== undefined &&
         !this.#stopping &&
         this.#failure === undefined &&
@@ -144,9 +163,12 @@ export class ChangeEventApplier implements ChangeApplier {
         lag !== undefined &&
         lag.overallSeconds <= COMMIT_LAG_LIMIT_SECONDS,
     };
-    if (lag !== undefined) snapshot.lag = lag;
-    if (this.#problem !== undefined) snapshot.problem = this.#problem;
-    return snapshot;
+    if (lag !== undefined) status.figures = { lag };
+    if (this.#problem !== undefined) {
+      status.info = 'change event application stopped: the source change stream history was lost';
+      status.warnings = [this.#problem];
+    } else if (this.#phase === 'copied') status.info = 'change event application';
+    return status;
   }
 
   #failed(error: Error): void {
@@ -154,7 +176,6 @@ export class ChangeEventApplier implements ChangeApplier {
     this.#failure = error;
     if (error instanceof ChangeStreamHistoryLost) this.#problem = error.message;
     this.#context.logger.error({ err: error }, `Change-event application stopped: ${error.message}`);
-    if (!this.#stopping) this.#context.fail(error);
   }
 
   /** Resolves when `ready()` holds, or throws `Stopped` when stopping is asked first. */
@@ -180,10 +201,10 @@ export class ChangeEventApplier implements ChangeApplier {
       this.#saved = this.#applied;
     }
     this.#lag.applied(recorded?.appliedThrough ?? context.resume.startAtOperationTime);
-    const { settings } = context;
+    const settings = this.#settings;
     const pool = new ApplyPool({
-      sourceUri: context.sourceUri,
-      destinationUri: context.destinationUri,
+      sourceUri: context.source.endpoint.uri,
+      destinationUri: context.destination.endpoint.uri,
       instance: context.store.instance,
       lanes: settings.applyLanes,
     });
@@ -196,7 +217,7 @@ export class ChangeEventApplier implements ChangeApplier {
     });
     this.#lanes = lanes;
     const reader = new ChangeStreamReader({
-      source: context.source,
+      source: context.source.client,
       start:
         this.#applied !== undefined
           ? { startAfter: this.#applied.resumeToken }
@@ -282,7 +303,7 @@ export class ChangeEventApplier implements ChangeApplier {
 
   /** Decides what one event is and sends it on (see the module comment). */
   async #route(bytes: Uint8Array, fields: ChangeEventFields, before: () => StreamPosition | undefined, lanes: Lanes): Promise<void> {
-    const { selector } = this.#context;
+    const selector = this.#selector;
     const type = fields.operationType;
     if (isCrudOperation(type)) {
       const ns = fields.ns;
@@ -371,11 +392,8 @@ export class ChangeEventApplier implements ChangeApplier {
     await lanes.drain();
     this.#advance();
     const { source, destination, store, logger } = this.#context;
-    await sweepTombstones(source, destination, store, logger);
-    const reply = await source
-      .db('admin')
-      .command({ appendOplogNote: 1, data: { ferry: 'initial copy complete', instance: store.instance } });
-    const at = reply.operationTime as Timestamp;
+    await sweepTombstones(source.client, destination.client, store, logger);
+    const at = await appendOplogNote(source, 'initial copy complete', store.instance);
     await this.#checkpoints.markCopyCompleted(at);
     this.#copyCompletedAt = at;
     logger.info({ at: describeTime(at) }, 'Initial copy complete: change events are now applied without waiting for it');

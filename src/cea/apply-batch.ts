@@ -5,17 +5,17 @@
  * tombstones for deletes while the initial copy runs (tombstones.ts), then send one unordered
  * `update` and one `delete` command per namespace, all namespaces at once (destination-writes.ts).
  *
- * The whole batch is idempotent, so a transient failure (see src/copy/transient.ts) retries it
- * whole, a few times with backoff; anything else fails the batch and the lane reports it.
+ * The whole batch is idempotent, so a transient failure is retried whole under the cluster layer's
+ * retry policy (src/cluster/retry.ts); anything else fails the batch and the lane reports it.
  */
 import type { MongoClient } from 'mongodb';
 import { documentEnd } from '../bson/index.js';
-import { isTransientError } from '../copy/transient.js';
 import { readCrudEvent, type CrudEvent } from './crud-event.js';
 import { sendStatements } from './destination-writes.js';
 import { lookUpMovedDocuments } from './moved-documents.js';
 import { recordTombstones, tombstoneDocument } from './tombstones.js';
 import { planWrites, type NamespaceWrites } from './write-plan.js';
+import { retryTransient } from '../cluster/retry.js';
 
 /** One batch, as the main thread hands it to a worker (plain data; `events` is transferred). */
 export interface ApplyTask {
@@ -43,11 +43,6 @@ export interface ApplyResources {
   /** The instance id (tombstones name it). */
   instance: string;
 }
-
-const TRANSIENT_RETRIES = 5;
-const FIRST_BACKOFF_MS = 200;
-
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /** The events of a batch buffer, parsed. */
 export function readBatch(events: Uint8Array): CrudEvent[] {
@@ -84,18 +79,13 @@ async function applyNamespace(
 /** Applies one batch (see the module comment). */
 export async function applyBatch(task: ApplyTask, resources: ApplyResources): Promise<ApplyOutcome> {
   const plan = planWrites(readBatch(task.events));
-  for (let retry = 0; ; retry++) {
-    try {
-      const results = await Promise.all(plan.namespaces.map((writes) => applyNamespace(writes, resources, task.recordTombstones)));
-      return {
-        events: plan.events,
-        coalesced: plan.coalesced,
-        statements: results.reduce((sum, r) => sum + r.statements, 0),
-        lookedUp: results.reduce((sum, r) => sum + r.lookedUp, 0),
-      };
-    } catch (error) {
-      if (!isTransientError(error) || retry >= TRANSIENT_RETRIES) throw error;
-      await sleep(FIRST_BACKOFF_MS * 2 ** retry);
-    }
-  }
+  const results = await retryTransient(() =>
+    Promise.all(plan.namespaces.map((writes) => applyNamespace(writes, resources, task.recordTombstones))),
+  );
+  return {
+    events: plan.events,
+    coalesced: plan.coalesced,
+    statements: results.reduce((sum, r) => sum + r.statements, 0),
+    lookedUp: results.reduce((sum, r) => sum + r.lookedUp, 0),
+  };
 }

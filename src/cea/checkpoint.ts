@@ -13,7 +13,8 @@
  * most once per interval while running, and at every DDL barrier, pause, commit and stop.
  */
 import type { Document, Timestamp } from 'bson';
-import { InstanceCollection, METADATA_WRITE_CONCERN, type MetadataStore } from '../meta/store.js';
+import { InstanceCollection, type MetadataStore } from '../meta/store.js';
+import { MAJORITY } from '../cluster/concerns.js';
 
 export interface ChangeStreamDocument {
   _id: string;
@@ -43,7 +44,7 @@ export class ChangeStreamCheckpoints extends InstanceCollection<ChangeStreamDocu
   async save(position: StreamPosition): Promise<void> {
     const fields: Partial<ChangeStreamDocument> = { resumeToken: position.resumeToken, updatedAt: new Date() };
     if (position.time !== undefined) fields.appliedThrough = position.time;
-    await this.collection.updateOne({ _id: this.instance }, { $set: fields }, { upsert: true, writeConcern: METADATA_WRITE_CONCERN });
+    await this.collection.updateOne({ _id: this.instance }, { $set: fields }, { upsert: true, writeConcern: MAJORITY });
   }
 
   /** Records that the initial copy is complete and its tombstones swept, as of source time `at`. */
@@ -51,7 +52,7 @@ export class ChangeStreamCheckpoints extends InstanceCollection<ChangeStreamDocu
     await this.collection.updateOne(
       { _id: this.instance },
       { $set: { copyCompletedAt: at, updatedAt: new Date() } },
-      { upsert: true, writeConcern: METADATA_WRITE_CONCERN },
+      { upsert: true, writeConcern: MAJORITY },
     );
   }
 }

@@ -4,17 +4,10 @@
  * (as bytes, ready to be copied into a statement) and `fullDocument` (bytes, or null when an
  * update's looked-up document no longer existed). Nothing is deserialized.
  */
-import {
-  BsonType,
-  decodeValue,
-  findElement,
-  findElements,
-  MissingBsonFieldError,
-  UnexpectedBsonTypeError,
-  type RawElement,
-} from '../bson/index.js';
+import { BsonType, decodeValue, findElement, findElements, type RawElement, bsonTypeName } from '../bson/index.js';
 import { encodeFieldName } from '../bson/scan.js';
 import { idKey } from './document-key.js';
+import { MissingBsonField, UnexpectedBsonType } from '../errors/errors.js';
 
 export const CRUD_OPERATIONS = ['insert', 'update', 'replace', 'delete'] as const;
 export type CrudOperation = (typeof CRUD_OPERATIONS)[number];
@@ -42,8 +35,9 @@ const NS_FIELDS = ['db', 'coll'].map(encodeFieldName);
 const ID = encodeFieldName('_id');
 
 function string(buf: Uint8Array, element: RawElement | undefined, field: string): string {
-  if (element === undefined) throw new MissingBsonFieldError(field);
-  if (element.type !== BsonType.string) throw new UnexpectedBsonTypeError(field, 'a string', element.type);
+  if (element === undefined) throw new MissingBsonField({ field: field });
+  if (element.type !== BsonType.string)
+    throw new UnexpectedBsonType({ field: field, expected: 'a string', actual: bsonTypeName(element.type) });
   return decodeValue(buf, element) as string;
 }
 
@@ -51,22 +45,28 @@ function string(buf: Uint8Array, element: RawElement | undefined, field: string)
 export function readCrudEvent(buf: Uint8Array, offset = 0): CrudEvent {
   const [operationType, ns, documentKey, fullDocument, collectionUUID] = findElements(buf, FIELDS, offset);
   const type = string(buf, operationType, 'operationType');
-  if (!isCrudOperation(type)) throw new UnexpectedBsonTypeError('operationType', 'insert, update, replace or delete', BsonType.string);
-  if (ns === undefined) throw new MissingBsonFieldError('ns');
+  if (!isCrudOperation(type))
+    throw new UnexpectedBsonType({
+      field: 'operationType',
+      expected: 'insert, update, replace or delete',
+      actual: bsonTypeName(BsonType.string),
+    });
+  if (ns === undefined) throw new MissingBsonField({ field: 'ns' });
   const [db, coll] = findElements(buf, NS_FIELDS, ns.valueOffset);
-  if (documentKey === undefined) throw new MissingBsonFieldError('documentKey');
-  if (documentKey.type !== BsonType.document) throw new UnexpectedBsonTypeError('documentKey', 'a document', documentKey.type);
+  if (documentKey === undefined) throw new MissingBsonField({ field: 'documentKey' });
+  if (documentKey.type !== BsonType.document)
+    throw new UnexpectedBsonType({ field: 'documentKey', expected: 'a document', actual: bsonTypeName(documentKey.type) });
   const id = findElement(buf, ID, documentKey.valueOffset);
-  if (id === undefined) throw new MissingBsonFieldError('documentKey._id');
+  if (id === undefined) throw new MissingBsonField({ field: 'documentKey._id' });
   let document: Uint8Array | null | undefined;
   if (fullDocument === undefined || fullDocument.type === BsonType.null) {
     document = fullDocument === undefined ? undefined : null;
   } else if (fullDocument.type === BsonType.document) {
     document = buf.subarray(fullDocument.valueOffset, fullDocument.valueEnd);
   } else {
-    throw new UnexpectedBsonTypeError('fullDocument', 'a document or null', fullDocument.type);
+    throw new UnexpectedBsonType({ field: 'fullDocument', expected: 'a document or null', actual: bsonTypeName(fullDocument.type) });
   }
-  if ((type === 'insert' || type === 'replace') && !document) throw new MissingBsonFieldError('fullDocument');
+  if ((type === 'insert' || type === 'replace') && !document) throw new MissingBsonField({ field: 'fullDocument' });
   const event: CrudEvent = {
     operationType: type,
     db: string(buf, db, 'ns.db'),

@@ -21,36 +21,23 @@
  * older than the copy's completion) is renamed and then read again whole: the copy read the old
  * name by name and may have missed documents.
  */
-import type { Document, Timestamp } from 'bson';
-import type { MongoClient } from 'mongodb';
-import type { StartRequest } from '../api/start-request.js';
-import type { Logger } from '../log/logger.js';
-import { namespaceOf, type NamespaceRecord, type NamespaceRecords } from '../meta/namespaces.js';
+import type { Document } from 'bson';
+import { collectionEntry, collMod, dropIndex, dropNamespace, namespaceExists, renameNamespace } from '../cluster/commands.js';
+import { indexBuildTime, type IndexPlan } from '../domain/catalog.js';
+import { ID_INDEX_NAME, TEMPORARY_TTL_SECONDS } from '../domain/constants.js';
+import { namespaceOf, type Namespace } from '../domain/namespaces.js';
+import { DdlApplicationFailed, DestinationConflict } from '../errors/errors.js';
+import type { NamespaceRecord } from '../meta/namespaces.js';
+import { namespaceRecord } from '../plan/catalog.js';
 import { createPlan } from '../plan/collection-options.js';
-import { createOnDestination, DestinationConflict } from '../plan/destination.js';
-import { indexBuildTime, isHashedIndex, temporaryIndex, TEMPORARY_TTL_SECONDS, type IndexPlan } from '../plan/indexes.js';
+import { buildIndex, createOnDestination } from '../plan/destination.js';
+import { isHashedIndex, temporaryIndex } from '../plan/indexes.js';
 import type { NamespaceSelector } from '../plan/namespaces.js';
-import { namespaceRecord } from '../sync/initial-copy.js';
-import { DdlApplicationError } from './errors.js';
-import { buildIndex, resyncCollection } from './resync.js';
+import { resyncCollection, type ResyncContext } from './resync.js';
 
-export interface DdlContext {
-  source: MongoClient;
-  destination: MongoClient;
-  records: NamespaceRecords;
-  request: StartRequest;
+export interface DdlContext extends ResyncContext {
   selector: NamespaceSelector;
-  logger: Logger;
 }
-
-interface Namespace {
-  db: string;
-  coll: string;
-}
-
-const NAMESPACE_NOT_FOUND = 26;
-const INDEX_NOT_FOUND = 27;
-const WRITE_CONCERN = { w: 'majority' } as const;
 
 /** The DDL operation types change-event application applies. */
 export const DDL_OPERATIONS = ['create', 'drop', 'rename', 'dropDatabase', 'createIndexes', 'dropIndexes', 'modify'] as const;
@@ -67,24 +54,10 @@ export function isDdlOperation(operationType: string): operationType is DdlOpera
  */
 const PLAIN_COLLMOD_OPTIONS = ['validator', 'validationLevel', 'validationAction', 'changeStreamPreAndPostImages', 'viewOn', 'pipeline'];
 
-/** A server error's code; a number even from type-faithful reads (which give it as an Int32). */
-function codeOf(error: unknown): number {
-  return Number((error as { code?: unknown } | null)?.code);
-}
-
-async function ignoring<T>(codes: readonly number[], action: () => Promise<T>): Promise<T | undefined> {
-  try {
-    return await action();
-  } catch (error) {
-    if (codes.includes(codeOf(error))) return undefined;
-    throw error;
-  }
-}
-
 function namespaceOfEvent(event: Document, field: 'ns' | 'to'): Namespace {
   const value = event[field] as { db?: unknown; coll?: unknown } | undefined;
   if (typeof value?.db !== 'string' || typeof value.coll !== 'string') {
-    throw new DdlApplicationError(`${String(event.operationType)} event without a ${field} namespace`);
+    throw new DdlApplicationFailed(`${String(event.operationType)} event without a ${field} namespace`);
   }
   return { db: value.db, coll: value.coll };
 }
@@ -135,13 +108,9 @@ export class DdlApplier {
   }
 
   async #recordFromSource(ns: Namespace): Promise<NamespaceRecord | undefined> {
-    const [entry] = await this.#context.source
-      .db(ns.db)
-      .listCollections({ name: ns.coll }, { nameOnly: false, promoteValues: false })
-      .toArray();
+    const entry = await collectionEntry(this.#context.source, ns);
     if (entry === undefined) return undefined;
-    const type = entry.type === 'view' ? 'view' : 'collection';
-    return this.#newRecord(ns, type, (entry as { options?: Document }).options ?? {}, (entry as { info?: { uuid?: unknown } }).info?.uuid);
+    return this.#newRecord(ns, entry.type === 'view' ? 'view' : 'collection', entry.options, entry.uuid);
   }
 
   #newRecord(ns: Namespace, type: 'collection' | 'view', options: Document, uuid: unknown): NamespaceRecord {
@@ -167,9 +136,7 @@ export class DdlApplier {
   }
 
   async #drop(ns: Namespace): Promise<void> {
-    await ignoring([NAMESPACE_NOT_FOUND], () =>
-      this.#context.destination.db(ns.db).command({ drop: ns.coll, writeConcern: WRITE_CONCERN }),
-    );
+    await dropNamespace(this.#context.destination, ns);
     await this.#context.records.remove(ns);
   }
 
@@ -197,15 +164,11 @@ export class DdlApplier {
       );
       return resyncCollection(this.#context, to);
     }
-    const renamed = await ignoring([NAMESPACE_NOT_FOUND], () =>
-      destination
-        .db('admin')
-        .command({ renameCollection: namespaceOf(from), to: namespaceOf(to), dropTarget: true, writeConcern: WRITE_CONCERN }),
-    );
+    const renamed = await renameNamespace(destination, from, to);
     const record = (await records.get(from)) ?? (await records.get(to));
     if (record !== undefined) await records.put({ ...record, db: to.db, coll: to.coll });
     await records.remove(from);
-    if (renamed === undefined && !(await this.#existsOnDestination(to))) {
+    if (!renamed && !(await namespaceExists(destination, to))) {
       // Neither name is on the destination: nothing to rename, so take the collection as the source has it.
       return resyncCollection(this.#context, to);
     }
@@ -218,38 +181,27 @@ export class DdlApplier {
     }
   }
 
-  async #existsOnDestination(ns: Namespace): Promise<boolean> {
-    const found = await this.#context.destination.db(ns.db).listCollections({ name: ns.coll }, { nameOnly: true }).toArray();
-    return found.length > 0;
-  }
-
   /** Whether `buildIndexes` has Ferry build this index on the destination. */
   #builds(spec: Document): boolean {
     const { buildIndexes } = this.#context.request;
-    if (buildIndexes === 'never' || spec.name === '_id_') return false;
+    if (buildIndexes === 'never' || spec.name === ID_INDEX_NAME) return false;
     return !((buildIndexes === 'excludeHashed' || buildIndexes === 'excludeHashedAfterCopy') && isHashedIndex(spec));
   }
 
   async #createIndexes(ns: Namespace, specs: readonly Document[]): Promise<void> {
     const record = await this.#record(ns);
     if (record === undefined || record.type !== 'collection') return; // gone since: its drop follows
-    const db = this.#context.destination.db(ns.db);
     let indexes = record.indexes;
     for (const spec of specs.filter((s) => this.#builds(s))) {
       const plan = temporaryIndex(spec, record.sourceOptions.collation as Document | undefined);
-      await buildIndex(db, ns.coll, plan);
+      await buildIndex(this.#context.destination, ns, plan);
       indexes = [...indexes.filter((index) => index.name !== plan.name), plan];
     }
     await this.#context.records.put({ ...record, indexes });
   }
 
   async #dropIndexes(ns: Namespace, names: readonly string[]): Promise<void> {
-    const db = this.#context.destination.db(ns.db);
-    for (const name of names) {
-      await ignoring([INDEX_NOT_FOUND, NAMESPACE_NOT_FOUND], () =>
-        db.command({ dropIndexes: ns.coll, index: name, writeConcern: WRITE_CONCERN }),
-      );
-    }
+    for (const name of names) await dropIndex(this.#context.destination, ns, name);
     const record = await this.#context.records.get(ns);
     if (record !== undefined)
       await this.#context.records.put({ ...record, indexes: record.indexes.filter((index) => !names.includes(index.name)) });
@@ -258,11 +210,9 @@ export class DdlApplier {
   async #modify(ns: Namespace, description: Document): Promise<void> {
     const record = await this.#record(ns);
     if (record === undefined) return; // gone since: its drop follows
-    const db = this.#context.destination.db(ns.db);
+    const destination = this.#context.destination;
     const plain = Object.fromEntries(Object.entries(description).filter(([name]) => PLAIN_COLLMOD_OPTIONS.includes(name)));
-    if (Object.keys(plain).length > 0) {
-      await db.command({ collMod: ns.coll, ...plain, writeConcern: WRITE_CONCERN });
-    }
+    if (Object.keys(plain).length > 0) await collMod(destination, ns, plain);
     const sourceOptions = { ...record.sourceOptions, ...plain };
     if (description.cappedSize !== undefined) sourceOptions.size = description.cappedSize;
     if (description.cappedMax !== undefined) sourceOptions.max = description.cappedMax;
@@ -277,11 +227,7 @@ export class DdlApplier {
       const updated = this.#modifiedIndex(current, change, record);
       if (updated.temporary.expireAfterSeconds !== current.temporary.expireAfterSeconds) {
         // A plain index became a TTL index: it is one on the destination too, but nothing expires there before commit.
-        await db.command({
-          collMod: ns.coll,
-          index: { name: current.name, expireAfterSeconds: TEMPORARY_TTL_SECONDS },
-          writeConcern: WRITE_CONCERN,
-        });
+        await collMod(destination, ns, { index: { name: current.name, expireAfterSeconds: TEMPORARY_TTL_SECONDS } });
       }
       indexes = indexes.map((index) => (index.name === current.name ? updated : index));
     }
@@ -303,9 +249,4 @@ export class DdlApplier {
     if (change.forceNonUnique === true) delete original.unique;
     return temporaryIndex(original, record.sourceOptions.collation as Document | undefined);
   }
-}
-
-/** A `Timestamp` at or before `limit` (both present). */
-export function notAfter(time: Timestamp | undefined, limit: Timestamp | undefined): boolean {
-  return time !== undefined && limit !== undefined && !time.greaterThan(limit);
 }

@@ -1,10 +1,8 @@
 /**
  * Sending raw write statements to the destination: `update` (`updates`) and `delete`
  * (`deletes`) commands whose statements travel as an OP_MSG document sequence of the bytes
- * already built (write-plan.ts), through the driver's `db.command` and its internal
- * `DocumentSequence` class, as the copy's raw write path does (src/copy/write-path.ts, where the
- * reason is measured); without that class, statements are decoded type-faithfully and sent as
- * an array.
+ * already built (write-plan.ts), through the cluster layer's raw writes (src/cluster/raw-writes.ts),
+ * as the copy's raw write path does.
  *
  * Statements are unordered (at most one per document, see write-plan.ts), bypass document
  * validation (the source accepted these documents) and use majority write concern: a batch is
@@ -14,27 +12,12 @@
  * may race (a copy worker's insert and an event's upsert), and the statement is sent again once,
  * when it finds the document and replaces it.
  */
-import { deserialize } from 'bson';
-import type { Db, Document } from 'mongodb';
-import { TYPE_FAITHFUL } from '../bson/index.js';
-import { driverDocumentSequence } from '../copy/write-path.js';
+import type { Db } from 'mongodb';
+import { MAX_WRITE_BATCH_SIZE } from '../domain/constants.js';
+import { isDuplicateKey } from '../cluster/errors.js';
+import { writeRaw, type ServerWriteError } from '../cluster/raw-writes.js';
+import { ApplyWriteRefused } from '../errors/errors.js';
 
-/** A write the destination refused. */
-export class ApplyWriteError extends Error {
-  override readonly name = 'ApplyWriteError';
-  constructor(
-    message: string,
-    /** The server's error code. */
-    readonly code: number | undefined,
-  ) {
-    super(message);
-  }
-}
-
-const DUPLICATE_KEY = 11000;
-const WRITE_CONCERN = { w: 'majority' } as const;
-/** Statements per command: mongod's `maxWriteBatchSize`. */
-const MAX_STATEMENTS = 100_000;
 /** Bytes of statements per command, well inside a 48 MB message. */
 const MAX_COMMAND_BYTES = 16 * 1024 * 1024;
 /** Times an upsert refused for a duplicate key is sent again. */
@@ -42,17 +25,11 @@ const DUPLICATE_RETRIES = 2;
 
 type StatementKind = 'update' | 'delete';
 
-interface ServerWriteError {
-  index: number;
-  code: number;
-  errmsg?: string;
-}
-
 /** Splits statements into command-sized chunks (a statement larger than the limit travels alone). */
 export function chunkStatements(
   statements: readonly Uint8Array[],
   maxBytes = MAX_COMMAND_BYTES,
-  maxCount = MAX_STATEMENTS,
+  maxCount = MAX_WRITE_BATCH_SIZE,
 ): Uint8Array[][] {
   const chunks: Uint8Array[][] = [];
   let current: Uint8Array[] = [];
@@ -70,28 +47,15 @@ export function chunkStatements(
   return chunks;
 }
 
-function statementsField(statements: readonly Uint8Array[], field: string): Document[] {
-  const Sequence = driverDocumentSequence();
-  if (Sequence === null) return statements.map((statement) => deserialize(statement, TYPE_FAITHFUL));
-  const sequence = new Sequence(field);
-  for (const statement of statements) sequence.push(statement, statement);
-  return sequence as unknown as Document[];
-}
-
 async function sendChunk(db: Db, kind: StatementKind, coll: string, statements: Uint8Array[]): Promise<ServerWriteError[]> {
-  const field = kind === 'update' ? 'updates' : 'deletes';
-  const reply = await db.command({
-    [kind]: coll,
-    [field]: statementsField(statements, field),
-    ordered: false,
-    ...(kind === 'update' ? { bypassDocumentValidation: true } : {}),
-    writeConcern: WRITE_CONCERN,
-  });
-  const concern = reply.writeConcernError as { code?: number; errmsg?: string } | undefined;
+  const reply = await writeRaw(db, kind, coll, statements, { bypassDocumentValidation: kind === 'update' });
+  const concern = reply.writeConcernError;
   if (concern !== undefined) {
-    throw new ApplyWriteError(`${kind} on ${db.databaseName}.${coll}: write concern not satisfied: ${concern.errmsg ?? ''}`, concern.code);
+    throw new ApplyWriteRefused(`${kind} on ${db.databaseName}.${coll}: write concern not satisfied: ${concern.errmsg ?? ''}`, {
+      serverCode: concern.code,
+    });
   }
-  return (reply.writeErrors ?? []) as ServerWriteError[];
+  return reply.writeErrors;
 }
 
 /** Sends `statements` of one kind to `db.coll`; resolves once all are durably applied. */
@@ -102,14 +66,15 @@ export async function sendStatements(db: Db, kind: StatementKind, coll: string, 
       const errors = await sendChunk(db, kind, coll, pending);
       const retry: Uint8Array[] = [];
       for (const error of errors) {
-        if (kind === 'update' && error.code === DUPLICATE_KEY && attempt < DUPLICATE_RETRIES) {
+        if (kind === 'update' && isDuplicateKey(error) && attempt < DUPLICATE_RETRIES) {
           retry.push(pending[error.index]!);
           continue;
         }
         // The statement is user data: name it by position and size only.
-        throw new ApplyWriteError(
-          `${kind} on ${db.databaseName}.${coll} refused statement #${error.index} of ${pending.length} (${pending[error.index]?.length ?? '?'} bytes): code ${error.code}: ${error.errmsg ?? 'no message'}`,
-          error.code,
+        throw new ApplyWriteRefused(
+          `${kind} on ${db.databaseName}.${coll} refused statement #${error.index} of ${pending.length} ` +
+            `(${pending[error.index]?.length ?? '?'} bytes): code ${error.code}: ${error.errmsg ?? 'no message'}`,
+          { serverCode: error.code },
         );
       }
       pending = retry;

@@ -8,7 +8,8 @@
  * in numbers (every numeric type by its value, `-0` as `0`), and otherwise the value's bytes with
  * its type class (a string and a symbol with the same text compare equal in mongod, so they share
  * a class). Strings and field names are length-prefixed, so that no text can forge the key's
- * punctuation (`{a: "x,b=sy"}` and `{a: "x", b: "y"}` must stay two documents). Collation is not taken into account: with a case-insensitive default collation two
+ * punctuation (`{a: "x,b=sy"}` and `{a: "x", b: "y"}` must stay two documents). Collation is not taken into account:
+ * with a case-insensitive default collation two
  * `_id` strings differing in case are one document on the server and two keys here (they then
  * still converge unless events for both spellings interleave within the same moments).
  */

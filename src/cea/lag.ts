@@ -10,7 +10,7 @@
  * - `overallSeconds`: the larger of the two.
  */
 import type { Timestamp } from 'bson';
-import { laterTime } from './resume-token.js';
+import { laterTime } from '../domain/time.js';
 
 export interface Lag {
   overallSeconds: number;

@@ -22,15 +22,11 @@
  * Writing the document as the source holds it now is always safe: the events after this one put
  * it right, as they do after the initial copy.
  */
-import type { Document } from 'bson';
 import type { MongoClient } from 'mongodb';
+import { listCollectionEntries } from '../cluster/commands.js';
+import { findRaw } from '../cluster/raw-cursor.js';
 import { decodeValue, findId, TYPE_FAITHFUL } from '../bson/index.js';
 import { upsertStatement, type UnresolvedUpdate } from './write-plan.js';
-
-interface CollectionEntry {
-  name: string;
-  info?: { uuid?: unknown };
-}
 
 function uuidHex(value: unknown): string | undefined {
   const bytes = (value as { buffer?: Uint8Array } | undefined)?.buffer;
@@ -69,13 +65,10 @@ export async function lookUpMovedDocuments(
     byUuid.set(uuid, [...(byUuid.get(uuid) ?? []), update]);
   }
   if (byUuid.size === 0) return [];
-  const entries = (await source
-    .db(db)
-    .listCollections({}, { nameOnly: false, ...TYPE_FAITHFUL })
-    .toArray()) as CollectionEntry[];
+  const entries = await listCollectionEntries(source.db(db));
   const nameOf = new Map(
     entries.flatMap((entry) => {
-      const uuid = uuidHex(entry.info?.uuid);
+      const uuid = uuidHex(entry.uuid);
       return uuid === undefined ? [] : [[uuid, entry.name] as const];
     }),
   );
@@ -84,12 +77,9 @@ export async function lookUpMovedDocuments(
     const current = nameOf.get(uuid);
     if (current === undefined) continue; // dropped, or renamed into another database: nothing to bring across
     const ids = updates.map((update) => idValue(update.idElement));
-    const found = (await source
-      .db(db)
-      .collection(current)
-      .find({ _id: { $in: ids } } as Document, { raw: true, ...TYPE_FAITHFUL })
-      .toArray()) as unknown as Uint8Array[];
-    for (const document of found) statements.push(upsertStatement(idElementOf(document), document));
+    for await (const document of findRaw(source, { db, coll: current }, { _id: { $in: ids } }, TYPE_FAITHFUL)) {
+      statements.push(upsertStatement(idElementOf(document), document));
+    }
   }
   return statements;
 }

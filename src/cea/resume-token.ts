@@ -18,20 +18,3 @@ export function tokenTime(token: Document | undefined): Timestamp | undefined {
   const i = Number.parseInt(data.slice(10, 18), 16);
   return new Timestamp({ t, i });
 }
-
-/** `a` after `b` (either may be missing: a missing time is before every time). */
-export function timeAfter(a: Timestamp | undefined, b: Timestamp | undefined): boolean {
-  if (a === undefined) return false;
-  if (b === undefined) return true;
-  return a.greaterThan(b);
-}
-
-/** The later of two times. */
-export function laterTime(a: Timestamp | undefined, b: Timestamp | undefined): Timestamp | undefined {
-  return timeAfter(b, a) ? b : a;
-}
-
-/** A source time as logs show it: the second as an ISO date, then the increment. */
-export function describeTime(time: Timestamp | undefined): string | undefined {
-  return time === undefined ? undefined : `${new Date(time.getHighBits() * 1000).toISOString()}#${time.getLowBitsUnsigned()}`;
-}

@@ -12,63 +12,50 @@
  * checkpoint) gives the same result.
  */
 import type { Document } from 'bson';
-import type { Collection, Db } from 'mongodb';
+import type { Collection, Db, MongoClient } from 'mongodb';
 import { compareBsonValues, findId, TYPE_FAITHFUL } from '../bson/index.js';
-import { namespaceOf, type NamespaceRecord } from '../meta/namespaces.js';
-import { createOnDestination, DestinationConflict } from '../plan/destination.js';
-import { indexBuildTime, type IndexPlan } from '../plan/indexes.js';
-import { namespaceRecord } from '../sync/initial-copy.js';
-import type { DdlContext } from './ddl.js';
+import { MAJORITY } from '../cluster/concerns.js';
+import { dropNamespace } from '../cluster/commands.js';
+import { findRaw } from '../cluster/raw-cursor.js';
+import { indexBuildTime } from '../domain/catalog.js';
+import { namespaceOf, type Namespace } from '../domain/namespaces.js';
+import type { StartRequest } from '../domain/start-request.js';
+import { DestinationConflict } from '../errors/errors.js';
+import type { Logger } from '../log/logger.js';
+import type { NamespaceRecord, NamespaceRecords } from '../meta/namespaces.js';
+import { namespaceRecord, readSourceNamespace } from '../plan/catalog.js';
+import { buildIndex, createOnDestination } from '../plan/destination.js';
 import { sendStatements } from './destination-writes.js';
 import { upsertStatement } from './write-plan.js';
 
-const WRITE_CONCERN = { w: 'majority' } as const;
-const INDEX_OPTIONS_CONFLICT = 85;
-const INDEX_KEY_SPECS_CONFLICT = 86;
+/** What reading a collection again needs. */
+export interface ResyncContext {
+  source: MongoClient;
+  destination: MongoClient;
+  records: NamespaceRecords;
+  request: StartRequest;
+  logger: Logger;
+}
+
 /** Documents read and written per round trip. */
 const BATCH_DOCUMENTS = 1000;
 const BATCH_BYTES = 8 * 1024 * 1024;
 
-interface Namespace {
-  db: string;
-  coll: string;
-}
-
-/** Builds one index in temporary form; an index of that name in another form is replaced. */
-export async function buildIndex(db: Db, coll: string, plan: IndexPlan): Promise<void> {
-  const create = () => db.command({ createIndexes: coll, indexes: [plan.temporary], writeConcern: WRITE_CONCERN });
-  try {
-    await create();
-  } catch (error) {
-    const code = Number((error as { code?: unknown }).code);
-    if (code !== INDEX_OPTIONS_CONFLICT && code !== INDEX_KEY_SPECS_CONFLICT) throw error;
-    await db.command({ dropIndexes: coll, index: plan.name, writeConcern: WRITE_CONCERN });
-    await create();
-  }
-}
-
 /** The namespace as the source has it now, as a record; undefined when the source has no such namespace. */
-async function sourceRecord(context: DdlContext, ns: Namespace): Promise<NamespaceRecord | undefined> {
-  const db = context.source.db(ns.db);
-  const [entry] = await db.listCollections({ name: ns.coll }, { nameOnly: false, ...TYPE_FAITHFUL }).toArray();
-  if (entry === undefined) return undefined;
-  const type = entry.type === 'view' ? 'view' : 'collection';
-  const options = (entry as { options?: Document }).options ?? {};
-  const indexes = type === 'collection' ? await db.collection(ns.coll).listIndexes(TYPE_FAITHFUL).toArray() : [];
-  const uuid = (entry as { info?: { uuid?: unknown } }).info?.uuid;
-  const record = namespaceRecord(
-    { db: ns.db, coll: ns.coll, type, options, indexes, ...(uuid === undefined ? {} : { uuid: uuid as never }) },
-    indexBuildTime(context.request.buildIndexes),
-    context.request,
-  );
+async function sourceRecord(context: ResyncContext, ns: Namespace): Promise<NamespaceRecord | undefined> {
+  const found = await readSourceNamespace(context.source, ns);
+  if (found === undefined) return undefined;
+  const record = namespaceRecord(found, indexBuildTime(context.request.buildIndexes), context.request);
   return { ...record, created: true, partitioned: true, indexesBuilt: true };
 }
 
 /** `_id`s of a collection in index order. */
 function ids(collection: Collection): AsyncIterator<Document> {
-  return collection
-    .find({}, { projection: { _id: 1 }, sort: { _id: 1 }, hint: { _id: 1 }, batchSize: BATCH_DOCUMENTS, ...TYPE_FAITHFUL })
-    [Symbol.asyncIterator]();
+  const cursor = collection.find(
+    {},
+    { projection: { _id: 1 }, sort: { _id: 1 }, hint: { _id: 1 }, batchSize: BATCH_DOCUMENTS, ...TYPE_FAITHFUL },
+  );
+  return cursor[Symbol.asyncIterator]();
 }
 
 /** Deletes from `destination` every document whose `_id` `source` does not hold. */
@@ -81,7 +68,7 @@ async function deleteMissing(source: Collection, destination: Collection): Promi
   let deleted = 0;
   const flush = async () => {
     if (gone.length === 0) return;
-    deleted += (await destination.deleteMany({ _id: { $in: gone.splice(0) } } as Document, { writeConcern: WRITE_CONCERN })).deletedCount;
+    deleted += (await destination.deleteMany({ _id: { $in: gone.splice(0) } } as Document, { writeConcern: MAJORITY })).deletedCount;
   };
   while (!d.done) {
     const order = s.done ? -1 : compareBsonValues(d.value._id, s.value._id);
@@ -99,20 +86,18 @@ async function deleteMissing(source: Collection, destination: Collection): Promi
 }
 
 /** Writes every source document to the destination (upserting replaces). */
-async function writeAll(source: Collection, destinationDb: Db, coll: string): Promise<number> {
-  const cursor = source.find({}, { sort: { _id: 1 }, hint: { _id: 1 }, batchSize: BATCH_DOCUMENTS, raw: true });
+async function writeAll(source: MongoClient, ns: Namespace, destinationDb: Db): Promise<number> {
   let statements: Uint8Array[] = [];
   let bytes = 0;
   let written = 0;
   const flush = async () => {
     if (statements.length === 0) return;
-    await sendStatements(destinationDb, 'update', coll, statements);
+    await sendStatements(destinationDb, 'update', ns.coll, statements);
     written += statements.length;
     statements = [];
     bytes = 0;
   };
-  for await (const raw of cursor) {
-    const document = raw as unknown as Uint8Array;
+  for await (const document of findRaw(source, ns, {}, { sort: { _id: 1 }, hint: { _id: 1 }, batchSize: BATCH_DOCUMENTS })) {
     const id = findId(document);
     statements.push(upsertStatement(document.subarray(id.nameOffset - 1, id.valueEnd), document));
     bytes += document.length;
@@ -123,13 +108,13 @@ async function writeAll(source: Collection, destinationDb: Db, coll: string): Pr
 }
 
 /** Makes the destination's `ns` what the source's is now (see the module comment). */
-export async function resyncCollection(context: DdlContext, ns: Namespace): Promise<void> {
+export async function resyncCollection(context: ResyncContext, ns: Namespace): Promise<void> {
   const { destination, records, logger } = context;
   const record = await sourceRecord(context, ns);
   const destinationDb = destination.db(ns.db);
   if (record === undefined) {
     // Gone from the source since: its drop (or next rename) follows; hold nothing under this name meanwhile.
-    await destinationDb.command({ drop: ns.coll, writeConcern: WRITE_CONCERN }).catch(() => undefined);
+    await dropNamespace(destination, ns).catch(() => undefined);
     await records.remove(ns);
     return;
   }
@@ -137,14 +122,14 @@ export async function resyncCollection(context: DdlContext, ns: Namespace): Prom
     await createOnDestination(destination, record);
   } catch (error) {
     if (!(error instanceof DestinationConflict)) throw error;
-    await destinationDb.command({ drop: ns.coll, writeConcern: WRITE_CONCERN });
+    await dropNamespace(destination, ns);
     await createOnDestination(destination, record);
   }
   if (record.type === 'collection') {
-    for (const plan of record.indexes) await buildIndex(destinationDb, ns.coll, plan);
+    for (const plan of record.indexes) await buildIndex(destination, ns, plan);
     const source = context.source.db(ns.db).collection(ns.coll);
     const deleted = await deleteMissing(source, destinationDb.collection(ns.coll));
-    const written = await writeAll(source, destinationDb, ns.coll);
+    const written = await writeAll(context.source, ns, destinationDb);
     logger.info(
       { ns: namespaceOf(ns), written, deleted },
       `${namespaceOf(ns)} read again whole from the source: ${written} document(s) written, ${deleted} removed`,

@@ -16,18 +16,20 @@
  * does not hold is either gone for good or will be written again by a later event, applied after
  * the sweep. Then the tombstones are removed. A crash during the sweep runs it again.
  */
+import { serialize } from 'bson';
 import type { Document, MongoClient } from 'mongodb';
-import { METADATA_DATABASE, METADATA_COLLECTIONS } from '../meta/names.js';
-import { TYPE_FAITHFUL_READ, type MetadataStore } from '../meta/store.js';
-import { RawDocumentBuilder } from './raw-document.js';
-import { driverDocumentSequence } from '../copy/write-path.js';
-import { deserialize, serialize } from 'bson';
-import { findId, TYPE_FAITHFUL } from '../bson/index.js';
+import { findId } from '../bson/index.js';
+import { MAJORITY } from '../cluster/concerns.js';
+import { isDuplicateKey } from '../cluster/errors.js';
+import { writeRaw } from '../cluster/raw-writes.js';
+import { METADATA_DATABASE, splitNamespace } from '../domain/namespaces.js';
+import { TombstoneWriteRefused } from '../errors/errors.js';
 import type { Logger } from '../log/logger.js';
+import { METADATA_COLLECTIONS } from '../meta/names.js';
+import { TYPE_FAITHFUL_READ, type MetadataStore } from '../meta/store.js';
 import { idKey } from './document-key.js';
+import { RawDocumentBuilder } from './raw-document.js';
 
-const DUPLICATE_KEY = 11000;
-const WRITE_CONCERN = { w: 'majority' } as const;
 /** `_id`s looked up on the source per query during the sweep. */
 const SWEEP_CHUNK = 1000;
 
@@ -40,24 +42,18 @@ export function tombstoneDocument(instance: string, namespace: string, idElement
 /** Writes tombstones (majority); one already there is fine. */
 export async function recordTombstones(destination: MongoClient, tombstones: readonly Uint8Array[]): Promise<void> {
   if (tombstones.length === 0) return;
-  const Sequence = driverDocumentSequence();
-  let documents: Document[];
-  if (Sequence === null) documents = tombstones.map((doc) => deserialize(doc, TYPE_FAITHFUL));
-  else {
-    const sequence = new Sequence('documents');
-    for (const doc of tombstones) sequence.push(doc, doc);
-    documents = sequence as unknown as Document[];
+  const reply = await writeRaw(destination.db(METADATA_DATABASE), 'insert', METADATA_COLLECTIONS.tombstones, tombstones);
+  const refused = reply.writeErrors.find((error) => !isDuplicateKey(error));
+  if (refused !== undefined) {
+    throw new TombstoneWriteRefused(`recording tombstones failed: code ${refused.code}: ${refused.errmsg ?? ''}`, {
+      serverCode: refused.code,
+    });
   }
-  const reply = await destination.db(METADATA_DATABASE).command({
-    insert: METADATA_COLLECTIONS.tombstones,
-    documents,
-    ordered: false,
-    writeConcern: WRITE_CONCERN,
-  });
-  const refused = ((reply.writeErrors ?? []) as { code: number; errmsg?: string }[]).find((error) => error.code !== DUPLICATE_KEY);
-  if (refused !== undefined) throw new Error(`recording tombstones failed: code ${refused.code}: ${refused.errmsg ?? ''}`);
-  if (reply.writeConcernError !== undefined)
-    throw new Error(`recording tombstones: write concern not satisfied: ${reply.writeConcernError.errmsg ?? ''}`);
+  if (reply.writeConcernError !== undefined) {
+    throw new TombstoneWriteRefused(`recording tombstones: write concern not satisfied: ${reply.writeConcernError.errmsg ?? ''}`, {
+      serverCode: reply.writeConcernError.code,
+    });
+  }
 }
 
 interface TombstoneDocument {
@@ -69,11 +65,6 @@ interface TombstoneDocument {
 function keyOf(id: unknown): string {
   const doc = serialize({ _id: id });
   return idKey(doc, findId(doc));
-}
-
-function splitNamespace(ns: string): { db: string; coll: string } {
-  const dot = ns.indexOf('.');
-  return { db: ns.slice(0, dot), coll: ns.slice(dot + 1) };
 }
 
 /** The binary collation: strings equal only when their bytes are. */
@@ -112,7 +103,7 @@ export async function sweepTombstones(
         .collection(coll)
         // Byte-exact _ids, as `gone` was worked out: under a case-insensitive collection collation
         // {_id: 'abc'} would also delete the 'ABC' the source holds.
-        .deleteMany({ _id: { $in: gone } } as Document, { writeConcern: WRITE_CONCERN, collation: SIMPLE_COLLATION });
+        .deleteMany({ _id: { $in: gone } } as Document, { writeConcern: MAJORITY, collation: SIMPLE_COLLATION });
       deleted += result.deletedCount;
     }
   }
@@ -120,7 +111,8 @@ export async function sweepTombstones(
   if (tombstones.length > 0) {
     logger.info(
       { tombstones: tombstones.length, deleted },
-      `Initial copy complete: ${tombstones.length} delete(s) applied during the copy checked again, ${deleted} document(s) the copy had written back removed`,
+      `Initial copy complete: ${tombstones.length} delete(s) applied during the ` +
+        `copy checked again, ${deleted} document(s) the copy had written back removed`,
     );
   }
   return deleted;

@@ -1,10 +1,11 @@
 /**
- * The command line, defined with commander. Only flags actually given appear in the result, so
- * that values from `--config` and the defaults can fill in the rest (see config/resolve.ts).
+ * The command line, defined with commander from the option table (src/config/options.ts). Only
+ * flags actually given appear in the result, so that values from `--config`, the environment and
+ * the defaults can fill in the rest (src/config/resolve.ts).
  */
 import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
-import { DEFAULTS, VERBOSITY_LEVELS } from '../config/options.js';
+import { FLAG_OPTIONS, OPTIONS, type OptionSpec } from '../config/options.js';
 import type { RawOptions } from '../config/resolve.js';
 
 const PACKAGE_JSON = new URL('../../../package.json', import.meta.url);
@@ -17,26 +18,24 @@ function version(): string {
   }
 }
 
+/** The help line of an option: its help, then its default. */
+function helpOf(spec: OptionSpec): string {
+  if (spec.required === true || spec.type === 'switch') return spec.help;
+  if ('loadLevel' in spec && spec.loadLevel !== undefined) return `${spec.help} (default from --loadLevel)`;
+  if ('default' in spec && spec.default !== undefined) return `${spec.help} (default ${String(spec.default)})`;
+  return spec.help;
+}
+
 export function buildProgram(): Command {
+  const program = new Command('ferry')
+    .description('Copies a MongoDB cluster to another and keeps it current until cut-over; mongosync-compatible control API.')
+    .version(version());
+  for (const name of FLAG_OPTIONS) {
+    const spec: OptionSpec = OPTIONS[name];
+    program.option(spec.type === 'switch' ? `--${name}` : `--${name} ${spec.valueName ?? '<value>'}`, helpOf(spec));
+  }
   return (
-    new Command('ferry')
-      .description('Copies a MongoDB cluster to another and keeps it current until cut-over; mongosync-compatible control API.')
-      .version(version())
-      .option('--cluster0 <uri>', 'connection string of the first cluster (required)')
-      .option('--cluster1 <uri>', 'connection string of the second cluster (required)')
-      .option('--config <file>', 'YAML file with any of these options (flags win)')
-      .option('--port <port>', `control API port (default ${DEFAULTS.port})`)
-      .option('--id <id>', `instance identifier (default "${DEFAULTS.id}")`)
-      .option('--bindAddress <address>', `interface the API listens on (default ${DEFAULTS.bindAddress})`)
-      .option('--loadLevel <1-4>', `how hard to push the clusters (default ${DEFAULTS.loadLevel})`)
-      .option('--copyWorkers <n>', 'copy worker threads (default from --loadLevel)')
-      .option('--batchesInFlight <n>', 'read batches in flight per copy worker (default from --loadLevel)')
-      .option('--applyLanes <n>', 'parallel change-event lanes (default from --loadLevel)')
-      .option('--batchBytes <bytes>', 'largest write batch in bytes (default from --loadLevel)')
-      .option('--partitionSizeMB <MiB>', `copy partition size (default ${DEFAULTS.partitionSizeMB})`)
-      .option('--logPath <dir>', 'write logs to <dir>/ferry.log instead of stdout')
-      .option('--verbosity <level>', `${VERBOSITY_LEVELS.join(', ')} (default ${DEFAULTS.verbosity})`)
-      .option('--disableVerification', 'accepted for mongosync compatibility (no embedded verifier in this build)')
+    program
       .allowExcessArguments(false)
       .exitOverride()
       // Errors are printed by main as one line; help and version still go to stdout.

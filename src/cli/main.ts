@@ -2,21 +2,22 @@
 /**
  * The `ferry` daemon. Startup: flags and config → checked options (a bad one ends here with a
  * one-line error and exit code 2, before anything is touched) → logger → control API listening
- * (progress reports INITIALIZING) → the engine recovers an earlier run with this `--id` → IDLE or
- * the recovered state. SIGINT/SIGTERM: close the API, let the engine record its state, exit 0.
+ * (progress reports INITIALIZING) → the sync recovers an earlier run with this `--id` → IDLE or
+ * the recovered state. SIGINT/SIGTERM: close the API, let the sync record its state, exit 0.
  * A second signal exits at once (code 1). SIGUSR1: reopen the log file (after rotation).
  */
 import { CommanderError } from 'commander';
 import { buildServer } from '../api/server.js';
-import { ConfigError } from '../config/errors.js';
-import { LOOPBACK_ADDRESSES, type FerryOptions } from '../config/options.js';
-import { resolveOptions } from '../config/resolve.js';
+import { type FerryOptions } from '../config/options.js';
+import { resolveOptions, unknownEnvironmentVariables } from '../config/resolve.js';
 import { createLogger, type LogHandle } from '../log/logger.js';
-import { redactUris } from '../log/redact.js';
-import { renderPrometheus } from '../metrics/index.js';
 import { StateMachine } from '../state/machine.js';
-import { createEngine } from './engine.js';
+import { createSync } from './compose.js';
 import { parseFlags } from './flags.js';
+import { LOOPBACK_ADDRESSES } from '../domain/constants.js';
+import { redactUris } from '../domain/credentials.js';
+import { InvalidConfiguration } from '../errors/errors.js';
+import { renderPrometheus } from '../metrics/prometheus.js';
 
 /** Exit code for a bad command line, config file or connection string. */
 const EXIT_USAGE = 2;
@@ -37,7 +38,7 @@ function readOptions(argv: readonly string[]): FerryOptions {
       if (error.exitCode === 0) process.exit(0);
       exitWithError(`${error.message.replace(/^error: /, '')} (see ferry --help)`, EXIT_USAGE);
     }
-    if (error instanceof ConfigError) exitWithError(error.message, EXIT_USAGE);
+    if (error instanceof InvalidConfiguration) exitWithError(error.message, error.exitCode ?? EXIT_USAGE);
     throw error;
   }
 }
@@ -60,6 +61,13 @@ async function main(): Promise<void> {
   const log = openLog(options);
   const { logger } = log;
   logger.info({ options: describeOptions(options) }, 'Ferry starting');
+  const unknown = unknownEnvironmentVariables(process.env);
+  if (unknown.length > 0) {
+    logger.warn(
+      { variables: unknown },
+      `No option reads ${unknown.join(', ')}: a misspelt FERRY_ variable? (see the README's tuning table)`,
+    );
+  }
   if (!LOOPBACK_ADDRESSES.includes(options.bindAddress)) {
     logger.warn(
       { bindAddress: options.bindAddress },
@@ -68,22 +76,26 @@ async function main(): Promise<void> {
   }
 
   const clusters = { cluster0: options.cluster0, cluster1: options.cluster1 };
-  const engine = createEngine(options, logger);
-  const machine = new StateMachine({ engine, clusters, id: options.id, logger });
-  const server = buildServer({ machine, logger, metrics: () => renderPrometheus({ histograms: engine.histograms }) });
+  const sync = createSync(options, logger);
+  const machine = new StateMachine({ sync, clusters, id: options.id, logger });
+  const server = buildServer({
+    machine,
+    logger,
+    metrics: () => renderPrometheus({ histograms: sync.histograms, counters: sync.counters() }),
+  });
 
   let stopping = false;
   const stop = async (signal: string): Promise<void> => {
     if (stopping) {
-      // The operator insists (the engine may be waiting on an unreachable cluster): go now.
-      logger.warn({ signal }, `Received ${signal} again: exiting without waiting for the engine to record its state`);
+      // The operator insists (the sync may be waiting on an unreachable cluster): go now.
+      logger.warn({ signal }, `Received ${signal} again: exiting without waiting for the sync to record its state`);
       log.flush();
       process.exit(EXIT_FAILURE);
     }
     stopping = true;
     logger.info({ signal }, `Received ${signal}: stopping`);
     try {
-      // Refuse new requests at once; progress is still served while the engine records its state.
+      // Refuse new requests at once; progress is still served while the sync records its state.
       const machineClosed = machine.close();
       await server.close();
       await machineClosed;

@@ -20,16 +20,21 @@
  */
 import type { Document } from 'bson';
 import type { MongoClient } from 'mongodb';
-import { TYPE_FAITHFUL } from '../bson/index.js';
-import { namespaceOf, type NamespaceRecord } from '../meta/namespaces.js';
-import { ID_INDEX_NAME } from '../plan/indexes.js';
+import { collectionEntry, collMod, listIndexSpecs } from '../cluster/commands.js';
+import type { Namespace } from '../domain/namespaces.js';
+import { type NamespaceRecord } from '../meta/namespaces.js';
+import { namespaceOf } from '../domain/namespaces.js';
+import { ID_INDEX_NAME } from '../domain/constants.js';
 
 /** One `collMod` that puts one characteristic back. */
 export interface RestoreStep {
   ns: { db: string; coll: string };
   /** The index it restores (absent for a collection option: capped size, collection-level TTL). */
   index?: string;
-  /** What it restores, for people: `unique`, `prepareUnique`, `expireAfterSeconds`, `hidden`, `capped size`, `collection expireAfterSeconds`. */
+  /**
+   * What it restores, for people: `unique`, `prepareUnique`, `expireAfterSeconds`, `hidden`,
+   * `capped size`, `collection expireAfterSeconds`.
+   */
   what: string;
   /** The `collMod` options (without `collMod` itself). */
   change: Document;
@@ -42,8 +47,6 @@ export interface RestoreFailure {
   codeName: string;
   message: string;
 }
-
-const WRITE_CONCERN = { w: 'majority' } as const;
 
 function byName(indexes: readonly Document[]): Map<string, Document> {
   return new Map(indexes.map((index) => [String(index.name), index]));
@@ -94,21 +97,12 @@ export function collectionTtlSteps(ns: { db: string; coll: string }, source: Doc
   return [{ ns, what: 'collection expireAfterSeconds', change: { expireAfterSeconds: wanted ?? 'off' } }];
 }
 
-async function listIndexes(client: MongoClient, ns: { db: string; coll: string }): Promise<Document[]> {
-  try {
-    return await client.db(ns.db).collection(ns.coll).listIndexes(TYPE_FAITHFUL).toArray();
-  } catch (error) {
-    if (Number((error as { code?: unknown }).code) === 26) return []; // NamespaceNotFound (an Int32 on type-faithful reads)
-    throw error;
-  }
+async function listIndexes(client: MongoClient, ns: Namespace): Promise<Document[]> {
+  return (await listIndexSpecs(client, ns)) ?? [];
 }
 
-async function collectionOptions(client: MongoClient, ns: { db: string; coll: string }): Promise<Document | undefined> {
-  const [entry] = await client
-    .db(ns.db)
-    .listCollections({ name: ns.coll }, { nameOnly: false, ...TYPE_FAITHFUL })
-    .toArray();
-  return (entry as { options?: Document } | undefined)?.options;
+async function collectionOptions(client: MongoClient, ns: Namespace): Promise<Document | undefined> {
+  return (await collectionEntry(client, ns))?.options;
 }
 
 /** Every step the collections of `records` still need (see the module comment). */
@@ -147,7 +141,7 @@ export async function runRestore(destination: MongoClient, steps: readonly Resto
     if (step.what === 'unique' && failures.some((f) => f.step.index === step.index && namespaceOf(f.step.ns) === namespaceOf(step.ns)))
       continue;
     try {
-      await destination.db(step.ns.db).command({ collMod: step.ns.coll, ...step.change, writeConcern: WRITE_CONCERN });
+      await collMod(destination, step.ns, step.change);
     } catch (error) {
       const { codeName, message } = error as { codeName?: string; message?: string };
       failures.push({ step, codeName: codeName ?? 'Error', message: message ?? String(error) });
@@ -162,7 +156,8 @@ export function describeFailure(failure: RestoreFailure): string {
   const target = step.index === undefined ? namespaceOf(step.ns) : `index "${step.index}" of ${namespaceOf(step.ns)}`;
   const advice =
     failure.codeName === 'CannotConvertIndexToUnique'
-      ? ': the destination holds documents with duplicate keys for it; remove the duplicates on the destination, and the commit completes by itself'
+      ? ': the destination holds documents with duplicate keys for it; remove ' +
+        'the duplicates on the destination, and the commit completes by itself'
       : '';
   return `Commit could not restore ${step.what} on ${target}: ${failure.codeName}: ${failure.message}${advice}`;
 }

@@ -1,20 +1,9 @@
 /**
- * The two clusters Ferry is started with. Start requests name them `cluster0` and `cluster1`,
- * after the `--cluster0` / `--cluster1` flags, as mongosync does.
+ * `--cluster0` / `--cluster1`: the connection strings of the two clusters, checked at startup.
  */
-import { MongoClient } from 'mongodb';
-import { ConfigError } from './errors.js';
-
-export const CLUSTER_NAMES = ['cluster0', 'cluster1'] as const;
-export type ClusterName = (typeof CLUSTER_NAMES)[number];
-
-export interface ClusterEndpoint {
-  name: ClusterName;
-  /** The connection string as given. Holds credentials: never log or report it. */
-  uri: string;
-  /** First `host:port` of the connection string (the SRV name for `mongodb+srv`), no credentials. */
-  address: string;
-}
+import { addressOf } from '../cluster/connect.js';
+import type { ClusterEndpoint, ClusterName } from '../domain/clusters.js';
+import { InvalidConfiguration } from '../errors/errors.js';
 
 /**
  * Checks a connection string with the driver's own parser (the one that will connect later), so
@@ -22,20 +11,13 @@ export interface ClusterEndpoint {
  * Constructing a MongoClient opens no connection.
  */
 export function parseClusterUri(name: ClusterName, uri: string): ClusterEndpoint {
-  let client: MongoClient;
+  let address: string | undefined;
   try {
-    client = new MongoClient(uri);
+    address = addressOf(uri);
   } catch (error) {
     const reason = error instanceof Error ? error.message : String(error);
-    throw new ConfigError(`--${name} is not a valid MongoDB connection string: ${reason}`);
+    throw new InvalidConfiguration(`--${name} is not a valid MongoDB connection string: ${reason}`);
   }
-  const { srvHost, hosts } = client.options;
-  const address = srvHost ?? hosts[0]?.toString();
-  if (address === undefined) throw new ConfigError(`--${name} names no host`);
+  if (address === undefined) throw new InvalidConfiguration(`--${name} names no host`);
   return { name, uri, address };
-}
-
-/** `cluster0: host:port`, the form of `directionMapping` in progress. */
-export function describeCluster(endpoint: ClusterEndpoint): string {
-  return `${endpoint.name}: ${endpoint.address}`;
 }

@@ -1,89 +1,312 @@
 /**
- * Everything an operator can set when starting Ferry. Each option is set by a flag of the same
- * name (`--loadLevel 2`) or by the same key in the YAML file given with `--config`; flags win.
+ * The option table: every option of Ferry declared once, with its type, range, default (or its
+ * column in the load-level table), help text, and where it is set: a flag of the same name
+ * (`--loadLevel 2`) and the same key in the YAML file given with `--config`, and/or a `FERRY_*`
+ * environment variable for tuning knobs operators rarely need. The CLI's flags (src/cli/flags.ts),
+ * the checks of flags, file and environment (resolve.ts), the defaults and the README's option
+ * tables (scripts/readme-tables.ts; test/unit/readme-tables.test.ts fails when they drift) are all
+ * derived from it. What each phase then gets from the options is settings.ts.
+ *
+ * Where a value comes from, most to least binding: flag, config file, environment variable, the
+ * load level's column, the default. Every option is read and checked at startup; a bad value is
+ * InvalidConfiguration (exit code 2) before anything is touched.
+ *
+ * `live: true` will mark an option that may change while Ferry runs (a later SIGHUP re-reads it
+ * and hands the new settings to the phases); no option is live yet.
  */
-import type { ClusterEndpoint } from './clusters.js';
-
-/** Log levels, least to most severe, as mongosync names them. */
-export const VERBOSITY_LEVELS = ['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR', 'FATAL', 'PANIC'] as const;
-export type Verbosity = (typeof VERBOSITY_LEVELS)[number];
-
-export type LoadLevel = 1 | 2 | 3 | 4;
-
-export interface FerryOptions {
-  /** `--cluster0 <uri>`: the first cluster; start requests call it `cluster0`. Required. */
-  cluster0: ClusterEndpoint;
-  /** `--cluster1 <uri>`: the second cluster; start requests call it `cluster1`. Required. */
-  cluster1: ClusterEndpoint;
-  /** `--port`: TCP port of the control API. Default 27182 (mongosync's). 0 takes any free port, reported in the log. */
-  port: number;
-  /**
-   * `--id`: this instance's identifier: `mongosyncID` and `coordinatorID` in progress, and
-   * `mongosyncID` in every log line. Default `coordinator` (what a single mongosync reports).
-   */
-  id: string;
-  /** `--bindAddress`: interface the API listens on. Default 127.0.0.1; anything else logs a warning (the API has no authentication). */
-  bindAddress: string;
-  /** `--config <file>`: YAML file with any of these keys (not `config`). Default: none. */
-  config?: string;
-  /** `--loadLevel` 1–4: how hard Ferry pushes the clusters; sets the four figures below (see LOAD_LEVELS). Default 3. */
-  loadLevel: LoadLevel;
-  /**
-   * `--copyWorkers`: partitions copied at once (the load on the clusters). They share worker
-   * threads, at most one per CPU core but one (see `copyThreads`). Default from loadLevel.
-   */
-  copyWorkers: number;
-  /** `--batchesInFlight`: read batches each copy worker keeps in flight. Default from loadLevel. */
-  batchesInFlight: number;
-  /** `--applyLanes`: parallel lanes applying change events (per-document order kept within a lane). Default from loadLevel. */
-  applyLanes: number;
-  /** `--batchBytes`: upper bound of one write batch, in bytes. Default from loadLevel. */
-  batchBytes: number;
-  /** `--partitionSizeMB`: target size of one `_id`-range copy partition, in MiB. Default 64. */
-  partitionSizeMB: number;
-  /** `--logPath <dir>`: write JSON-lines logs to `<dir>/ferry.log` (reopened on SIGUSR1) instead of stdout. Default: stdout. */
-  logPath?: string;
-  /** `--verbosity`: least severe level logged (TRACE, DEBUG, INFO, WARN, ERROR, FATAL, PANIC). Default INFO. */
-  verbosity: Verbosity;
-  /** `--disableVerification`: accepted for mongosync compatibility; this build has no embedded verifier, so it has no effect. Default false. */
-  disableVerification: boolean;
-}
-
-/** The figures `--loadLevel` sets unless given explicitly. */
-export interface LoadProfile {
-  copyWorkers: number;
-  batchesInFlight: number;
-  applyLanes: number;
-  batchBytes: number;
-}
+import type { ClusterEndpoint } from '../domain/clusters.js';
+import { VERBOSITY_LEVELS } from '../domain/constants.js';
 
 const MiB = 1024 * 1024;
 
+interface OptionBase {
+  /** One line for `ferry --help`. */
+  readonly help: string;
+  /** The README's meaning column, when it says more than `help`. */
+  readonly meaning?: string;
+  /** The README's default column, when it is not the default value itself. */
+  readonly defaultText?: string;
+  /** `--name <valueName>` in help and the README. */
+  readonly valueName?: string;
+  /** False: not a flag nor a config-file key, only its environment variable. Default true. */
+  readonly flag?: false;
+  /** The environment variable that sets it. */
+  readonly env?: `FERRY_${string}`;
+  /** May change while Ferry runs (see the module comment). */
+  readonly live?: true;
+  /** Must be given. */
+  readonly required?: true;
+}
+
+export interface IntegerOption extends OptionBase {
+  readonly type: 'integer';
+  readonly min: number;
+  readonly max: number;
+  /** What the number counts (`milliseconds`, `bytes`...), for messages and the README. */
+  readonly unit?: string;
+  readonly default?: number;
+  /** The value at load levels 1, 2, 3 and 4 when not given (see `loadLevel`). */
+  readonly loadLevel?: readonly [number, number, number, number];
+}
+
+export interface ChoiceOption extends OptionBase {
+  readonly type: 'choice';
+  readonly choices: readonly string[];
+  /** Accepted in any case, kept as `choices` spells it. */
+  readonly anyCase?: true;
+  readonly default?: string;
+}
+
+export interface TextOption extends OptionBase {
+  readonly type: 'text';
+  readonly default?: string;
+}
+
+export interface SwitchOption extends OptionBase {
+  readonly type: 'switch';
+  readonly default: boolean;
+}
+
+/** A connection string, checked by the driver's parser and kept with its first host. */
+export interface ClusterOption extends OptionBase {
+  readonly type: 'cluster';
+}
+
+export type OptionSpec = IntegerOption | ChoiceOption | TextOption | SwitchOption | ClusterOption;
+
+/** What `--loadLevel` names at each level (the README's load-level table). */
+export const LOAD_LEVEL_NAMES: Readonly<Record<number, string>> = Object.freeze({ 1: 'busy production source', 4: 'migration window' });
+
 /**
- * What each load level means. Level 3 suits a cluster that also serves its application; 4 is
- * for a migration window; 1 for a busy production source. Keep the README table in step.
- * Batches of a few MiB already hold thousands of documents, so a bigger one saves the clusters
- * little, while each batch in flight costs Ferry that much memory several times over (its own
- * buffer, the driver's copies of the message, the read reply): bench/RESULTS.md measured 2 MiB
- * batches copying as fast as 8 MiB ones with a third less memory.
+ * Every option. Load levels: level 3 suits a cluster that also serves its application; 4 is for
+ * a migration window; 1 for a busy production source. Batches of a few MiB already hold thousands
+ * of documents, so a bigger one saves the clusters little, while each batch in flight costs Ferry
+ * that much memory several times over (its own buffer, the driver's copies of the message, the read
+ * reply): bench/RESULTS.md measured 2 MiB batches copying as fast as 8 MiB ones with a third less memory.
  */
-export const LOAD_LEVELS: Readonly<Record<LoadLevel, LoadProfile>> = Object.freeze({
-  1: { copyWorkers: 1, batchesInFlight: 1, applyLanes: 2, batchBytes: 1 * MiB },
-  2: { copyWorkers: 2, batchesInFlight: 2, applyLanes: 4, batchBytes: 2 * MiB },
-  3: { copyWorkers: 4, batchesInFlight: 2, applyLanes: 8, batchBytes: 2 * MiB },
-  4: { copyWorkers: 8, batchesInFlight: 4, applyLanes: 16, batchBytes: 4 * MiB },
-});
+export const OPTIONS = {
+  cluster0: {
+    type: 'cluster',
+    required: true,
+    valueName: '<uri>',
+    help: 'connection string of the first cluster (required)',
+    meaning: 'first cluster; start requests call it `cluster0`',
+  },
+  cluster1: {
+    type: 'cluster',
+    required: true,
+    valueName: '<uri>',
+    help: 'connection string of the second cluster (required)',
+    meaning: 'second cluster; start requests call it `cluster1`',
+  },
+  config: {
+    type: 'text',
+    valueName: '<file>',
+    defaultText: 'none',
+    help: 'YAML file with any of these options (flags win)',
+    meaning: 'YAML file with any of these options (same names); flags win over it',
+  },
+  port: {
+    type: 'integer',
+    min: 0,
+    max: 65535,
+    default: 27182,
+    valueName: '<port>',
+    help: 'control API port',
+    meaning: 'control API port (0 = any free port, reported in the log)',
+  },
+  id: {
+    type: 'text',
+    default: 'coordinator',
+    valueName: '<id>',
+    help: 'instance identifier',
+    meaning: 'instance id: `mongosyncID`/`coordinatorID` in progress, `mongosyncID` in every log line',
+  },
+  bindAddress: {
+    type: 'text',
+    default: '127.0.0.1',
+    valueName: '<addr>',
+    help: 'interface the API listens on',
+    meaning: 'interface the API listens on; anything but loopback logs a warning (the API has no authentication)',
+  },
+  loadLevel: {
+    type: 'integer',
+    min: 1,
+    max: 4,
+    default: 3,
+    valueName: '<1-4>',
+    help: 'how hard to push the clusters',
+    meaning: 'how hard Ferry pushes the clusters; sets the next four (table below)',
+  },
+  copyWorkers: {
+    type: 'integer',
+    min: 1,
+    max: 256,
+    loadLevel: [1, 2, 4, 8],
+    valueName: '<n>',
+    help: 'partitions copied at once',
+    meaning: 'partitions copied at once (in at most one worker thread per CPU core but one)',
+  },
+  batchesInFlight: {
+    type: 'integer',
+    min: 1,
+    max: 64,
+    loadLevel: [1, 2, 2, 4],
+    valueName: '<n>',
+    help: 'read batches in flight per copy worker',
+    meaning: 'read batches each copy worker keeps in flight',
+  },
+  applyLanes: {
+    type: 'integer',
+    min: 1,
+    max: 1024,
+    loadLevel: [2, 4, 8, 16],
+    valueName: '<n>',
+    help: 'parallel change-event lanes',
+    meaning: 'parallel change-event lanes (per-document order is kept within a lane)',
+  },
+  batchBytes: {
+    type: 'integer',
+    // 48 MB is mongod's maxMessageSizeBytes: no single write can be larger.
+    min: 1024,
+    max: 48_000_000,
+    unit: 'bytes',
+    loadLevel: [1 * MiB, 2 * MiB, 2 * MiB, 4 * MiB],
+    valueName: '<bytes>',
+    help: 'largest write batch in bytes',
+    meaning: 'largest write batch (1024 – 48,000,000)',
+  },
+  partitionSizeMB: {
+    type: 'integer',
+    min: 1,
+    max: 1_048_576,
+    default: 64,
+    valueName: '<MiB>',
+    help: 'copy partition size',
+    meaning: 'target size of one `_id`-range copy partition',
+  },
+  logPath: {
+    type: 'text',
+    valueName: '<dir>',
+    defaultText: 'stdout',
+    help: 'write logs to <dir>/ferry.log instead of stdout',
+    meaning: 'write logs to `<dir>/ferry.log` (created if missing)',
+  },
+  verbosity: {
+    type: 'choice',
+    choices: VERBOSITY_LEVELS,
+    anyCase: true,
+    default: 'INFO',
+    valueName: '<level>',
+    help: VERBOSITY_LEVELS.join(', '),
+    meaning: 'TRACE, DEBUG, INFO, WARN, ERROR, FATAL or PANIC (any case)',
+  },
+  disableVerification: {
+    type: 'switch',
+    default: false,
+    defaultText: 'off',
+    help: 'accepted for mongosync compatibility (no embedded verifier in this build)',
+    meaning:
+      'accepted for mongosync compatibility; this build has no embedded verifier, so it changes nothing ' +
+      '(verify with `scripts/lib/compare-clusters.ts`, as the demo does)',
+  },
+  copyCheckpointIntervalMs: {
+    type: 'integer',
+    flag: false,
+    env: 'FERRY_CHECKPOINT_INTERVAL_MS',
+    min: 0,
+    max: 3_600_000,
+    unit: 'milliseconds',
+    default: 1000,
+    help: 'least time between two checkpoints of a partition (less re-copied after a crash, more small metadata writes)',
+  },
+  copyWritePath: {
+    type: 'choice',
+    flag: false,
+    env: 'FERRY_COPY_WRITE_PATH',
+    choices: ['raw', 'decode'],
+    default: 'raw',
+    help:
+      '`decode` deserializes and re-encodes each document through `insertMany` instead (slower; loses BSON with no ' +
+      'JavaScript value); `raw` falls back to it with a warning if the installed driver lacks the class it relies on',
+  },
+  workerHeapMB: {
+    type: 'integer',
+    flag: false,
+    env: 'FERRY_WORKER_HEAP_MB',
+    min: 0,
+    max: 65_536,
+    unit: 'megabytes',
+    default: 64,
+    help:
+      "floor of each worker thread's V8 old generation (0: V8's default): higher spends less CPU on garbage collection " +
+      'and more memory (src/copy/worker-heap.ts)',
+  },
+  ceaCheckpointIntervalMs: {
+    type: 'integer',
+    flag: false,
+    env: 'FERRY_CEA_CHECKPOINT_INTERVAL_MS',
+    min: 0,
+    max: 3_600_000,
+    unit: 'milliseconds',
+    default: 1000,
+    help:
+      'least time between two records of the change-stream resume token (fewer events applied again after a crash, ' +
+      'more small metadata writes)',
+  },
+  commitRetryIntervalMs: {
+    type: 'integer',
+    flag: false,
+    env: 'FERRY_COMMIT_RETRY_INTERVAL_MS',
+    min: 1,
+    max: 3_600_000,
+    unit: 'milliseconds',
+    default: 10_000,
+    help: 'how often a commit waiting on a refused restore (or an unreachable cluster) tries again',
+  },
+} as const satisfies Record<string, OptionSpec>;
 
-/** Defaults of the options that have a fixed one (the rest: required, or from loadLevel). */
-export const DEFAULTS = Object.freeze({
-  port: 27182,
-  id: 'coordinator',
-  bindAddress: '127.0.0.1',
-  loadLevel: 3 as LoadLevel,
-  partitionSizeMB: 64,
-  verbosity: 'INFO' as Verbosity,
-  disableVerification: false,
-});
+export type OptionName = keyof typeof OPTIONS;
 
-/** Interfaces on which the unauthenticated API is reachable only from this machine. */
-export const LOOPBACK_ADDRESSES: readonly string[] = ['127.0.0.1', '::1', 'localhost'];
+export const OPTION_NAMES = Object.keys(OPTIONS) as OptionName[];
+
+type ValueOf<S> = S extends { type: 'integer' }
+  ? number
+  : S extends { type: 'switch' }
+    ? boolean
+    : S extends { type: 'cluster' }
+      ? ClusterEndpoint
+      : S extends { type: 'choice'; choices: readonly (infer C)[] }
+        ? C
+        : string;
+
+type Always<S> = S extends { default: unknown } | { loadLevel: unknown } | { required: true } ? true : false;
+
+/** Every option's value, once resolved: those without a default (`config`, `logPath`) may be absent. */
+export type FerryOptions = {
+  -readonly [K in OptionName as Always<(typeof OPTIONS)[K]> extends true ? K : never]: ValueOf<(typeof OPTIONS)[K]>;
+} & {
+  -readonly [K in OptionName as Always<(typeof OPTIONS)[K]> extends true ? never : K]?: ValueOf<(typeof OPTIONS)[K]>;
+};
+
+export type LoadLevel = 1 | 2 | 3 | 4;
+
+/** The options `--loadLevel` sets unless given. */
+export const LOAD_LEVEL_OPTIONS = OPTION_NAMES.filter((name) => 'loadLevel' in OPTIONS[name]) as (
+  'copyWorkers' | 'batchesInFlight' | 'applyLanes' | 'batchBytes'
+)[];
+
+export type LoadProfile = Pick<FerryOptions, (typeof LOAD_LEVEL_OPTIONS)[number]>;
+
+/** What each load level sets. */
+export function loadProfile(level: LoadLevel): LoadProfile {
+  const profile = {} as LoadProfile;
+  for (const name of LOAD_LEVEL_OPTIONS) profile[name] = OPTIONS[name].loadLevel[level - 1];
+  return profile;
+}
+
+/** The options set by a flag and a config-file key. */
+export const FLAG_OPTIONS = OPTION_NAMES.filter((name) => (OPTIONS[name] as OptionSpec).flag !== false);
+
+/** The options set by an environment variable. */
+export const ENV_OPTIONS = OPTION_NAMES.filter((name) => (OPTIONS[name] as OptionSpec).env !== undefined);

@@ -1,68 +1,60 @@
 /**
- * Turns flags and an optional YAML file into one checked FerryOptions: file values first, flags
- * over them, fixed defaults and loadLevel-derived figures under both. Every problem is a
- * ConfigError with a one-line message naming the option and where it came from.
+ * Turns flags, an optional YAML file and the environment into one checked FerryOptions, by the
+ * option table (options.ts): flags over file values over `FERRY_*` variables over the load
+ * level's column over the defaults. Every problem is InvalidConfiguration with a one-line message
+ * naming the option and where it came from.
  */
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
+import { InvalidConfiguration } from '../errors/errors.js';
 import { parseClusterUri } from './clusters.js';
-import { ConfigError } from './errors.js';
-import { DEFAULTS, LOAD_LEVELS, VERBOSITY_LEVELS, type FerryOptions, type LoadLevel, type LoadProfile, type Verbosity } from './options.js';
+import {
+  ENV_OPTIONS,
+  FLAG_OPTIONS,
+  loadProfile,
+  OPTIONS,
+  OPTION_NAMES,
+  type FerryOptions,
+  type LoadLevel,
+  type OptionName,
+  type OptionSpec,
+} from './options.js';
 
-/** Option values as given: strings from flags, YAML scalars from the file. */
+/** Option values as given: strings from flags and the environment, YAML scalars from the file. */
 export type RawOptions = Record<string, unknown>;
 
-type Check = (value: unknown, where: string) => unknown;
-
-function text(value: unknown, where: string): string {
-  if (typeof value !== 'string' || value.length === 0) {
-    throw new ConfigError(`${where} must be a non-empty string`);
+function checkInteger(spec: Extract<OptionSpec, { type: 'integer' }>, value: unknown, where: string): number {
+  const number = typeof value === 'string' && /^\s*-?\d+\s*$/.test(value) ? Number(value) : value;
+  if (typeof number !== 'number' || !Number.isInteger(number) || number < spec.min || number > spec.max) {
+    const unit = spec.unit === undefined || spec.unit === 'bytes' ? '' : ` (${spec.unit})`;
+    throw new InvalidConfiguration(`${where} must be an integer from ${spec.min} to ${spec.max}${unit}, got ${JSON.stringify(value)}`);
   }
-  return value;
+  return number;
 }
 
-function integer(min: number, max: number): Check {
-  return (value, where) => {
-    const number = typeof value === 'string' && /^\s*-?\d+\s*$/.test(value) ? Number(value) : value;
-    if (typeof number !== 'number' || !Number.isInteger(number) || number < min || number > max) {
-      throw new ConfigError(`${where} must be an integer from ${min} to ${max}, got ${JSON.stringify(value)}`);
+/** One value checked against its option's type and range. */
+function checkValue(name: OptionName, value: unknown, where: string): unknown {
+  const spec: OptionSpec = OPTIONS[name];
+  switch (spec.type) {
+    case 'integer':
+      return checkInteger(spec, value, where);
+    case 'switch':
+      if (value === true || value === 'true') return true;
+      if (value === false || value === 'false') return false;
+      throw new InvalidConfiguration(`${where} must be true or false, got ${JSON.stringify(value)}`);
+    case 'choice': {
+      const given = typeof value === 'string' && spec.anyCase === true ? value.toUpperCase() : value;
+      if (!spec.choices.includes(given as string)) {
+        throw new InvalidConfiguration(`${where} must be one of ${spec.choices.join(', ')}, got ${JSON.stringify(value)}`);
+      }
+      return given;
     }
-    return number;
-  };
-}
-
-function flag(value: unknown, where: string): boolean {
-  if (value === true || value === 'true') return true;
-  if (value === false || value === 'false') return false;
-  throw new ConfigError(`${where} must be true or false, got ${JSON.stringify(value)}`);
-}
-
-function verbosity(value: unknown, where: string): Verbosity {
-  const level = typeof value === 'string' ? value.toUpperCase() : value;
-  if (!VERBOSITY_LEVELS.includes(level as Verbosity)) {
-    throw new ConfigError(`${where} must be one of ${VERBOSITY_LEVELS.join(', ')}, got ${JSON.stringify(value)}`);
+    case 'text':
+    case 'cluster':
+      if (typeof value !== 'string' || value.length === 0) throw new InvalidConfiguration(`${where} must be a non-empty string`);
+      return value;
   }
-  return level as Verbosity;
 }
-
-/** The keys a config file may hold (the same names as the flags) and how each is checked. */
-const CHECKS: Record<string, Check> = {
-  cluster0: text,
-  cluster1: text,
-  port: integer(0, 65535),
-  id: text,
-  bindAddress: text,
-  loadLevel: integer(1, 4),
-  copyWorkers: integer(1, 256),
-  batchesInFlight: integer(1, 64),
-  applyLanes: integer(1, 1024),
-  // 48 MB is mongod's maxMessageSizeBytes: no single write can be larger.
-  batchBytes: integer(1024, 48_000_000),
-  partitionSizeMB: integer(1, 1_048_576),
-  logPath: text,
-  verbosity,
-  disableVerification: flag,
-};
 
 /** Reads the `--config` YAML file: a mapping of option names to values. */
 export function readConfigFile(path: string): RawOptions {
@@ -70,21 +62,22 @@ export function readConfigFile(path: string): RawOptions {
   try {
     source = readFileSync(path, 'utf8');
   } catch (error) {
-    throw new ConfigError(`cannot read config file ${path}: ${(error as Error).message}`);
+    throw new InvalidConfiguration(`cannot read config file ${path}: ${(error as Error).message}`);
   }
   let parsed: unknown;
   try {
     parsed = parseYaml(source);
   } catch (error) {
     const firstLine = (error as Error).message.split('\n')[0];
-    throw new ConfigError(`config file ${path} is not valid YAML: ${firstLine}`);
+    throw new InvalidConfiguration(`config file ${path} is not valid YAML: ${firstLine}`);
   }
   if (parsed === null || parsed === undefined) return {};
   if (typeof parsed !== 'object' || Array.isArray(parsed)) {
-    throw new ConfigError(`config file ${path} must be a mapping of option names to values`);
+    throw new InvalidConfiguration(`config file ${path} must be a mapping of option names to values`);
   }
   for (const key of Object.keys(parsed)) {
-    if (!(key in CHECKS)) throw new ConfigError(`config file ${path}: unknown option "${key}"`);
+    if (!(FLAG_OPTIONS as string[]).includes(key) || key === 'config')
+      throw new InvalidConfiguration(`config file ${path}: unknown option "${key}"`);
   }
   return parsed as RawOptions;
 }
@@ -94,43 +87,55 @@ function checkAll(raw: RawOptions, describe: (key: string) => string): RawOption
   const checked: RawOptions = {};
   for (const [key, value] of Object.entries(raw)) {
     if (value === undefined) continue;
-    const check = CHECKS[key];
-    if (check === undefined) throw new ConfigError(`unknown option ${describe(key)}`);
-    checked[key] = check(value, describe(key));
+    if (!(FLAG_OPTIONS as string[]).includes(key)) throw new InvalidConfiguration(`unknown option ${describe(key)}`);
+    checked[key] = checkValue(key as OptionName, value, describe(key));
   }
   return checked;
 }
 
+/** The options set by `FERRY_*` variables in `env`, checked. */
+function fromEnvironment(env: NodeJS.ProcessEnv): RawOptions {
+  const checked: RawOptions = {};
+  for (const name of ENV_OPTIONS) {
+    const variable = (OPTIONS[name] as OptionSpec).env!;
+    const value = env[variable];
+    if (value === undefined || value === '') continue;
+    checked[name] = checkValue(name, value, variable);
+  }
+  return checked;
+}
+
+/** `FERRY_*` variables in `env` that no option reads (a misspelt knob, most likely). */
+export function unknownEnvironmentVariables(env: NodeJS.ProcessEnv): string[] {
+  const known = new Set(ENV_OPTIONS.map((name) => (OPTIONS[name] as OptionSpec).env));
+  return Object.keys(env).filter((name) => name.startsWith('FERRY_') && !known.has(name as `FERRY_${string}`));
+}
+
 /**
- * Merges flags over the file given by `flags.config` (if any) over the defaults, and checks
- * everything, including both connection strings.
+ * Merges flags over the file given by `flags.config` (if any) over the environment over the
+ * defaults, and checks everything, including both connection strings.
  */
-export function resolveOptions(flags: RawOptions): FerryOptions {
+export function resolveOptions(flags: RawOptions, env: NodeJS.ProcessEnv = process.env): FerryOptions {
   const { config, ...flagValues } = flags;
-  const configPath = config === undefined ? undefined : text(config, '--config');
+  const configPath = config === undefined ? undefined : (checkValue('config', config, '--config') as string);
   const fromFile = configPath === undefined ? {} : readConfigFile(configPath);
-  const merged = {
+  const given: RawOptions = {
+    ...fromEnvironment(env),
     ...checkAll(fromFile, (key) => `"${key}" in ${configPath}`),
     ...checkAll(flagValues, (key) => `--${key}`),
   };
-
-  for (const name of ['cluster0', 'cluster1'] as const) {
-    if (merged[name] === undefined) {
-      throw new ConfigError(`--${name} is required (a MongoDB connection string, by flag or in --config)`);
+  const loadLevel = (given.loadLevel ?? OPTIONS.loadLevel.default) as LoadLevel;
+  const resolved: RawOptions = { ...loadProfile(loadLevel) };
+  for (const name of OPTION_NAMES) {
+    const spec: OptionSpec = OPTIONS[name];
+    if (given[name] !== undefined) resolved[name] = given[name];
+    else if ('default' in spec && spec.default !== undefined) resolved[name] = spec.default;
+    else if (spec.required === true) {
+      throw new InvalidConfiguration(`--${name} is required (a MongoDB connection string, by flag or in --config)`);
     }
   }
-  const loadLevel = (merged.loadLevel ?? DEFAULTS.loadLevel) as LoadLevel;
-  const profile: LoadProfile = { ...LOAD_LEVELS[loadLevel] };
-  for (const key of Object.keys(profile) as (keyof LoadProfile)[]) {
-    if (merged[key] !== undefined) profile[key] = merged[key] as number;
-  }
-  return {
-    ...DEFAULTS,
-    ...(merged as Partial<FerryOptions>),
-    ...profile,
-    loadLevel,
-    config: configPath,
-    cluster0: parseClusterUri('cluster0', merged.cluster0 as string),
-    cluster1: parseClusterUri('cluster1', merged.cluster1 as string),
-  };
+  resolved.config = configPath;
+  resolved.cluster0 = parseClusterUri('cluster0', resolved.cluster0 as string);
+  resolved.cluster1 = parseClusterUri('cluster1', resolved.cluster1 as string);
+  return resolved as FerryOptions;
 }

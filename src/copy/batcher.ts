@@ -9,6 +9,7 @@
  * buffers are lent by a `BatchBuffers` pool and given back once their batch is written, so a
  * worker fills the same few buffers all along.
  */
+import { MAX_MESSAGE_BYTES, MAX_WRITE_BATCH_SIZE } from '../domain/constants.js';
 import { BatchBuffers } from './batch-buffers.js';
 
 /** Limits of one write batch. */
@@ -40,22 +41,15 @@ export interface RawBatch {
 /** Room the command document and OP_MSG framing take besides the documents (generous). */
 export const MESSAGE_OVERHEAD_BYTES = 64 * 1024;
 
-/** mongod's limits, used when a server does not report its own (`hello`). */
-export const SERVER_LIMITS = Object.freeze({
-  maxMessageSizeBytes: 48_000_000,
-  maxWriteBatchSize: 100_000,
-  maxBsonObjectSize: 16 * 1024 * 1024,
-});
-
 /**
  * The batch limits for a `batchBytes` setting on a server with the given limits: never more than
  * one message can carry, never more documents than one write command accepts.
  */
 export function batchLimits(batchBytes: number, server: { maxMessageSizeBytes?: number; maxWriteBatchSize?: number } = {}): BatchLimits {
-  const messageBytes = (server.maxMessageSizeBytes ?? SERVER_LIMITS.maxMessageSizeBytes) - MESSAGE_OVERHEAD_BYTES;
+  const messageBytes = (server.maxMessageSizeBytes ?? MAX_MESSAGE_BYTES) - MESSAGE_OVERHEAD_BYTES;
   return {
     maxBytes: Math.max(1, Math.min(batchBytes, messageBytes)),
-    maxDocuments: Math.max(1, server.maxWriteBatchSize ?? SERVER_LIMITS.maxWriteBatchSize),
+    maxDocuments: Math.max(1, server.maxWriteBatchSize ?? MAX_WRITE_BATCH_SIZE),
   };
 }
 

@@ -19,8 +19,8 @@
  * own), and the current reply (about `batchBytes`, at most 16 MiB), garbage once its documents are
  * copied into batches.
  *
- * Transient failures (see transient.ts) restart the read from the watermark, a few times with
- * backoff; anything else fails the partition.
+ * Transient failures (src/cluster/errors.ts) restart the read from the watermark, with the cluster
+ * layer's retry policy (src/cluster/retry.ts); anything else fails the partition.
  */
 import type { MongoClient } from 'mongodb';
 import { compareBsonValues, readId } from '../bson/index.js';
@@ -30,23 +30,13 @@ import type { HistogramRecorder } from '../metrics/samples.js';
 import { partitionFindOptions } from '../plan/partitions.js';
 import { BatchBuffers } from './batch-buffers.js';
 import { Batcher, batchLimits, SECTION_ROOM_BYTES, type BatchLimits, type RawBatch } from './batcher.js';
-import { documentSize, RawCursor } from './raw-cursor.js';
+import { documentSize, RawCursor } from '../cluster/raw-cursor.js';
+import { RETRY_POLICY, retryDelay, sleep } from '../cluster/retry.js';
 import type { SharedCounters, StopFlag } from './shared-state.js';
-import { isTransientError } from './transient.js';
 import { Watermark, type BatchMark } from './watermark.js';
-import { createBatchWriter, lastIdOf, type BatchWriter, type WritePath } from './write-path.js';
-
-/** How partitions are copied (the same for every partition of a sync). */
-export interface CopySettings {
-  /** Largest write batch in bytes (`--batchBytes`). */
-  batchBytes: number;
-  /** Write batches in flight per partition while reading continues (`--batchesInFlight`). */
-  batchesInFlight: number;
-  /** Least time between two checkpoints of a partition, in ms. Default 1000. */
-  checkpointIntervalMs: number;
-  /** `raw` (default) or `decode`; see write-path.ts. */
-  writePath: WritePath;
-}
+import type { CopySettings, WritePath } from '../config/settings.js';
+import { createBatchWriter, lastIdOf, type BatchWriter } from './write-path.js';
+import { isTransient } from '../cluster/errors.js';
 
 /**
  * One partition to copy, as the scheduler hands it to a worker (plain data: it crosses threads):
@@ -90,9 +80,6 @@ export interface CopyResources {
   idleBatchBuffers?: BatchBuffers[];
 }
 
-/** Transient failures in a row, without progress in between, retried before a partition fails. */
-const TRANSIENT_RETRIES = 5;
-const FIRST_BACKOFF_MS = 500;
 /** Bounds of one read batch, in bytes: big enough to amortize round trips, small next to 16 MiB replies. */
 const MIN_READ_BATCH_BYTES = 1024 * 1024;
 const MAX_READ_BATCH_BYTES = 16 * 1024 * 1024;
@@ -104,8 +91,6 @@ export function readBatchSize(averageDocumentBytes: number, batchBytes: number):
   const average = averageDocumentBytes > 0 ? averageDocumentBytes : 1024;
   return Math.max(1, Math.min(MAX_READ_BATCH_DOCUMENTS, Math.ceil(bytes / average)));
 }
-
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /**
  * A set of batch buffers for one partition: `batchesInFlight` being written and one being filled.
@@ -143,13 +128,13 @@ export async function copyPartition(task: PartitionTask, resources: CopyResource
       try {
         return await run.copy();
       } catch (error) {
-        if (!isTransientError(error)) throw error;
+        if (!isTransient(error)) throw error;
         const advanced = !natural && run.position.documents > position.documents;
         failures = advanced ? 1 : failures + 1;
-        if (failures > TRANSIENT_RETRIES) throw error;
+        if (failures > RETRY_POLICY.retries) throw error;
         // Natural order has no resumable position: start over (duplicates are tolerated).
         position = natural ? { documents: 0, bytes: 0 } : run.position;
-        await sleep(FIRST_BACKOFF_MS * 2 ** (failures - 1));
+        await sleep(retryDelay(failures - 1));
       }
     }
   } finally {
@@ -205,7 +190,7 @@ class PartitionRun {
       task.order === 'natural'
         ? { hint: { $natural: 1 } }
         : { ...partitionFindOptions({ min: resumeAfter ?? unpackValue(task.min), max: unpackValue(task.max) }), sort: { _id: 1 } };
-    const cursor = new RawCursor(source, task.db, task.coll, {
+    const cursor = RawCursor.find(source, task, {
       ...bounds,
       batchSize: readBatchSize(task.averageDocumentBytes, task.settings.batchBytes),
     });

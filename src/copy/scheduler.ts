@@ -9,16 +9,11 @@
  */
 import type { Logger } from '../log/logger.js';
 import type { PartitionRow, PartitionTable } from '../meta/partitions.js';
-import type { HistogramSet } from '../metrics/index.js';
-import type { CopySettings, PartitionOutcome, PartitionTask } from './partition-copier.js';
+import type { PartitionOutcome, PartitionTask } from './partition-copier.js';
 import type { CopyPool } from './pool.js';
-import type { WritePath } from './write-path.js';
-
-/** A partition failed for a reason other than a passing condition of the clusters. */
-export class PartitionCopyFailed extends Error {
-  override readonly name = 'PartitionCopyFailed';
-  readonly code = 'PartitionCopyFailed';
-}
+import { PartitionCopyFailed } from '../errors/errors.js';
+import type { CopySettings, WritePath } from '../config/settings.js';
+import type { HistogramSet } from '../metrics/histograms.js';
 
 export interface SchedulerOptions {
   pool: CopyPool;
@@ -57,9 +52,10 @@ export class CopyScheduler {
         try {
           await this.#copy(row);
         } catch (error) {
-          failure ??= new PartitionCopyFailed(`copying partition ${row.key.index} of ${row.key.ns} failed: ${(error as Error).message}`, {
-            cause: error,
-          });
+          failure ??= new PartitionCopyFailed(
+            { partition: row.key.index, ns: row.key.ns, reason: (error as Error).message },
+            { cause: error },
+          );
           this.stop();
         }
       }

@@ -6,10 +6,11 @@
  * result carries the histogram values recorded, which the main thread keeps; their buffers are
  * transferred, not copied.
  */
-import { MongoClient } from 'mongodb';
+import { connect } from '../cluster/connect.js';
+import { hello } from '../cluster/commands.js';
 import { MetadataStore } from '../meta/store.js';
 import { PartitionTable } from '../meta/partitions.js';
-// Not metrics/index.js: it would load hdr-histogram in every worker thread.
+// Not metrics/histograms.ts: it would load hdr-histogram in every worker thread.
 import { SampleRecorder, samplesTransferList, type RecordedSamples } from '../metrics/samples.js';
 import { copyPartition, type CopyResources, type PartitionOutcome, type PartitionTask } from './partition-copier.js';
 import { SharedCounters, StopFlag } from './shared-state.js';
@@ -46,10 +47,10 @@ let resources: Promise<WorkerResources> | undefined;
 
 async function createResources(data: CopyWorkerData): Promise<WorkerResources> {
   const options = { appName: 'ferry-copy', maxPoolSize: 16 };
-  const source = new MongoClient(data.sourceUri, options);
-  const destination = new MongoClient(data.destinationUri, options);
+  const source = connect(data.sourceUri, options);
+  const destination = connect(data.destinationUri, options);
   await Promise.all([source.connect(), destination.connect()]);
-  const hello = await destination.db('admin').command({ hello: 1 });
+  const { maxMessageSizeBytes, maxWriteBatchSize } = await hello(destination);
   const partitions = new PartitionTable(new MetadataStore(destination, data.instance));
   return {
     source,
@@ -58,10 +59,7 @@ async function createResources(data: CopyWorkerData): Promise<WorkerResources> {
     histograms: new SampleRecorder(),
     counters: new SharedCounters(data.counters),
     stop: new StopFlag(data.stop),
-    serverLimits: {
-      maxMessageSizeBytes: typeof hello.maxMessageSizeBytes === 'number' ? hello.maxMessageSizeBytes : undefined,
-      maxWriteBatchSize: typeof hello.maxWriteBatchSize === 'number' ? hello.maxWriteBatchSize : undefined,
-    },
+    serverLimits: { maxMessageSizeBytes, maxWriteBatchSize },
   };
 }
 

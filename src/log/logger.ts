@@ -6,9 +6,9 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { pino, type DestinationStream, type Logger as PinoLogger } from 'pino';
-import { ConfigError } from '../config/errors.js';
-import type { Verbosity } from '../config/options.js';
-import { redactUris } from './redact.js';
+import type { Verbosity } from '../domain/constants.js';
+import { redactUris } from '../domain/credentials.js';
+import { InvalidConfiguration } from '../errors/errors.js';
 
 export type Logger = PinoLogger<'panic'>;
 
@@ -44,7 +44,7 @@ export function createLogger(options: LogOptions): LogHandle {
       // Synchronous: a line logged just before a crash must reach the file.
       sink = pino.destination({ dest: target, sync: true });
     } catch (error) {
-      throw new ConfigError(`--logPath ${options.logPath} cannot be used: ${(error as Error).message}`);
+      throw new InvalidConfiguration(`--logPath ${options.logPath} cannot be used: ${(error as Error).message}`);
     }
   }
   const redacting: DestinationStream = { write: (line: string) => sink.write(redactUris(line)) };

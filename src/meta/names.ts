@@ -1,23 +1,6 @@
 /**
- * Names Ferry reserves on the clusters it works with.
- */
-
-/**
- * The database on the destination where Ferry keeps everything it needs to continue after a
- * crash (start options, partition table, resume token, characteristics to restore at commit).
- * It is never synced and no filter can select it; the name says whose it is so that no
- * application database collides with it (mongosync's own is `mongosync_reserved_for_internal_use`).
- */
-export const METADATA_DATABASE = 'ferry_reserved_for_internal_use';
-
-/** Databases that belong to the server itself and are never synced. */
-export const SYSTEM_DATABASES: readonly string[] = Object.freeze(['admin', 'local', 'config']);
-
-/** Collections whose names start with this belong to the server and are never synced. */
-export const SYSTEM_COLLECTION_PREFIX = 'system.';
-
-/**
- * Collections of the metadata database. Several instances (`--id`) may share it: every document
+ * Collections of the metadata database (`METADATA_DATABASE`, src/domain/namespaces.ts). Several instances (`--id`) may
+ * share it: every document
  * names its instance.
  * - `resume`: one document per instance: state, phase and its transitions, the start request,
  *   the start time T0 (see resume.ts).
@@ -29,7 +12,7 @@ export const SYSTEM_COLLECTION_PREFIX = 'system.';
  * - `tombstones`: documents deleted by change-event application while the initial copy could
  *   still write them back (see src/cea/tombstones.ts).
  * - `commit`: one document per instance: the commit point and each commit step done (see
- *   src/commit/commit-store.ts).
+ *   src/commit/commit-record.ts).
  */
 export const METADATA_COLLECTIONS = Object.freeze({
   resume: 'resume',

@@ -7,10 +7,10 @@
  * collection's original collection-level TTL.
  */
 import type { Binary } from 'bson';
+import { namespaceOf } from '../domain/namespaces.js';
 import type { Document } from 'mongodb';
-import type { CappedOriginal } from '../plan/collection-options.js';
-import type { IndexBuildTime, IndexPlan, TemporaryChanges } from '../plan/indexes.js';
 import { InstanceCollection, packDocument, storedNumber, TYPE_FAITHFUL_READ, unpackDocument, type MetadataStore } from './store.js';
+import type { CappedOriginal, IndexBuildTime, IndexPlan, TemporaryChanges } from '../domain/catalog.js';
 
 /** One index in a namespace record. Specifications are packed (`packDocument`, see store.ts). */
 export interface StoredIndex {
@@ -57,11 +57,6 @@ export interface NamespaceDocument extends Omit<NamespaceRecord, 'sourceOptions'
   sourceOptions: string;
   createOptions: string;
   indexes: StoredIndex[];
-}
-
-/** `db.coll` */
-export function namespaceOf(record: { db: string; coll: string }): string {
-  return `${record.db}.${record.coll}`;
 }
 
 function toDocument(instance: string, record: NamespaceRecord): NamespaceDocument {

@@ -9,12 +9,10 @@
  * initial copy is complete; only change-event application remains).
  */
 import type { Timestamp } from 'bson';
-import type { StartRequest } from '../api/start-request.js';
-import type { RecoverableState } from '../state/engine.js';
-import { InstanceCollection, METADATA_WRITE_CONCERN, type MetadataStore } from './store.js';
-
-export const SYNC_PHASES = ['planning', 'copying', 'buildingIndexes', 'copied'] as const;
-export type SyncPhase = (typeof SYNC_PHASES)[number];
+import type { StartRequest } from '../domain/start-request.js';
+import type { RecoverableState, SyncPhase } from '../domain/states.js';
+import { InstanceCollection, type MetadataStore } from './store.js';
+import { MAJORITY } from '../cluster/concerns.js';
 
 export interface PhaseTransition {
   phase: SyncPhase;
@@ -73,7 +71,7 @@ export class ResumeStore extends InstanceCollection<ResumeDocument> {
       createdAt: now,
       updatedAt: now,
     };
-    await this.collection.insertOne(doc, { writeConcern: METADATA_WRITE_CONCERN });
+    await this.collection.insertOne(doc, { writeConcern: MAJORITY });
     return doc;
   }
 

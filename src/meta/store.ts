@@ -10,13 +10,10 @@
  */
 import { deserialize, serialize, type Document } from 'bson';
 import { decodeValue, findElement, TYPE_FAITHFUL } from '../bson/index.js';
-import { ReadConcern, type Collection, type Db, type MongoClient, type WriteConcernSettings } from 'mongodb';
-import { METADATA_COLLECTIONS, METADATA_DATABASE } from './names.js';
-
-/** Write concern of every metadata write. */
-export const METADATA_WRITE_CONCERN: WriteConcernSettings = Object.freeze({ w: 'majority' });
-
-const METADATA_READ_CONCERN = new ReadConcern('majority');
+import type { Collection, Db, MongoClient } from 'mongodb';
+import { MAJORITY, MAJORITY_READ } from '../cluster/concerns.js';
+import { METADATA_COLLECTIONS } from './names.js';
+import { METADATA_DATABASE } from '../domain/namespaces.js';
 
 /** Reading options that keep every value's BSON type (an Int32 stays an Int32). */
 export const TYPE_FAITHFUL_READ = TYPE_FAITHFUL;
@@ -63,8 +60,8 @@ export class MetadataStore {
     readonly instance: string,
   ) {
     this.db = client.db(METADATA_DATABASE, {
-      writeConcern: METADATA_WRITE_CONCERN,
-      readConcern: METADATA_READ_CONCERN,
+      writeConcern: MAJORITY,
+      readConcern: MAJORITY_READ,
     });
   }
 

@@ -1,76 +1,14 @@
 /**
- * Named HDR histograms of the copy and change-apply paths, recorded in each thread and merged in
- * the main thread.
+ * Named HDR histograms of the copy and change-apply paths (specs.ts), kept in the main thread.
  *
  * hdr-histogram-js runs in WebAssembly mode when it can: measured with tinybench on this
  * project's 2-core machine over 10,000 latencies, recording takes 54 ns (JavaScript: 64 ns), a
- * p99 1.9 µs (JavaScript: 102 µs, it walks the buckets), encoding 23 µs. Histograms travel between
- * threads in HdrHistogram's standard V2 binary encoding: a `Uint8Array` of its own (about 2 KB)
- * that `postMessage` transfers without copying; the compressed base64 form is a third smaller
- * but five times slower to produce (120 µs), so it is used only where WebAssembly is missing.
+ * p99 1.9 µs (JavaScript: 102 µs, it walks the buckets). Worker threads do not load it: they send
+ * their values as they are (samples.ts), recorded here.
  */
 import * as hdr from 'hdr-histogram-js';
 import type { RecordedSamples } from './samples.js';
-
-/** How one histogram is kept and shown. */
-export interface HistogramSpec {
-  /** One line for people (Prometheus HELP text). */
-  help: string;
-  /** Unit of the values passed to `record` and returned by `percentiles`. */
-  unit: 'milliseconds' | 'bytes';
-  /**
-   * Recorded integer = value × scale, so that sub-unit values keep 3 significant digits
-   * (latencies are recorded in microseconds).
-   */
-  scale: number;
-  /** Prometheus metric name, in base units (seconds, bytes). */
-  prometheusName: string;
-  /** Multiplier from `unit` to the Prometheus base unit. */
-  prometheusFactor: number;
-}
-
-/** The histograms Ferry keeps. */
-export const HISTOGRAM_SPECS = {
-  copyReadLatencyMs: {
-    help: 'Time to read one batch of documents from the source during collection copy',
-    unit: 'milliseconds',
-    scale: 1000,
-    prometheusName: 'ferry_copy_read_latency_seconds',
-    prometheusFactor: 1 / 1000,
-  },
-  copyWriteLatencyMs: {
-    help: 'Time to write one batch of documents to the destination during collection copy',
-    unit: 'milliseconds',
-    scale: 1000,
-    prometheusName: 'ferry_copy_write_latency_seconds',
-    prometheusFactor: 1 / 1000,
-  },
-  copyBatchBytes: {
-    help: 'Size of one batch of documents copied',
-    unit: 'bytes',
-    scale: 1,
-    prometheusName: 'ferry_copy_batch_bytes',
-    prometheusFactor: 1,
-  },
-  applyLatencyMs: {
-    help: 'Time to apply one batch of change events to the destination',
-    unit: 'milliseconds',
-    scale: 1000,
-    prometheusName: 'ferry_apply_latency_seconds',
-    prometheusFactor: 1 / 1000,
-  },
-  lagMs: {
-    help: 'Time between a change event on the source and its application on the destination',
-    unit: 'milliseconds',
-    scale: 1,
-    prometheusName: 'ferry_lag_seconds',
-    prometheusFactor: 1 / 1000,
-  },
-} as const satisfies Record<string, HistogramSpec>;
-
-export type HistogramName = keyof typeof HISTOGRAM_SPECS;
-
-export const HISTOGRAM_NAMES = Object.keys(HISTOGRAM_SPECS) as HistogramName[];
+import { HISTOGRAM_NAMES, HISTOGRAM_SPECS, type HistogramName } from './specs.js';
 
 /** Summary of one histogram, in its spec's unit. All 0 when nothing was recorded. */
 export interface Percentiles {
@@ -80,14 +18,6 @@ export interface Percentiles {
   p90: number;
   p99: number;
   max: number;
-}
-
-/** Histograms of one thread, encoded for `postMessage` (pass `transferList(encoded)` as transfer). */
-export type EncodedHistograms = Partial<Record<HistogramName, Uint8Array>>;
-
-/** The ArrayBuffers of encoded histograms, to transfer rather than copy them between threads. */
-export function transferList(encoded: EncodedHistograms): ArrayBuffer[] {
-  return Object.values(encoded).map((bytes) => bytes.buffer as ArrayBuffer);
 }
 
 let wasmReady: boolean | undefined;
@@ -113,27 +43,6 @@ function newHistogram(wasm: boolean): hdr.Histogram {
     numberOfSignificantValueDigits: 3,
     autoResize: true,
   });
-}
-
-/** First byte of HdrHistogram's V2 binary encoding (its cookie, big-endian 0x1c849303). */
-const V2_FIRST_BYTE = 0x1c;
-
-/**
- * Encodes a histogram: V2 binary from WebAssembly histograms; the JavaScript implementation only
- * exposes the compressed base64 form publicly, which is carried as its ASCII bytes.
- */
-function encodeHistogram(histogram: hdr.Histogram): Uint8Array {
-  if (histogram instanceof hdr.WasmHistogram) return histogram.encode();
-  return new TextEncoder().encode(hdr.encodeIntoCompressedBase64(histogram));
-}
-
-function decodeHistogram(bytes: Uint8Array, wasm: boolean): hdr.Histogram {
-  if (bytes[0] === V2_FIRST_BYTE) {
-    if (wasm) return hdr.WasmHistogram.decode(bytes);
-    // JsHistogram.decode exists at run time (added by the package's encoding module) but is untyped.
-    return (hdr.JsHistogram as unknown as { decode(data: Uint8Array): hdr.Histogram }).decode(bytes);
-  }
-  return hdr.decodeFromCompressedBase64(new TextDecoder().decode(bytes), 32, wasm);
 }
 
 /** Options of a `HistogramSet`. */
@@ -191,29 +100,6 @@ export class HistogramSet {
       p99: histogram.getValueAtPercentile(99) / scale,
       max: histogram.maxValue / scale,
     };
-  }
-
-  /** Encodes every non-empty histogram (each a fresh buffer, safe to transfer). */
-  encode(): EncodedHistograms {
-    const encoded: EncodedHistograms = {};
-    for (const [name, histogram] of this.histograms) {
-      if (histogram.totalCount > 0) encoded[name] = encodeHistogram(histogram);
-    }
-    return encoded;
-  }
-
-  /** Adds histograms encoded by `encode()` in another thread (or this one). */
-  merge(encoded: EncodedHistograms): void {
-    for (const name of HISTOGRAM_NAMES) {
-      const bytes = encoded[name];
-      if (bytes === undefined) continue;
-      const other = decodeHistogram(bytes, this.wasm);
-      try {
-        this.get(name).add(other);
-      } finally {
-        other.destroy();
-      }
-    }
   }
 
   /** Records values a worker thread sent as they are (`SampleRecorder.take`). */

@@ -3,13 +3,14 @@
  * Histograms are exposed as summaries (p50/p90/p99 quantiles, the maximum as quantile 1, `_sum`,
  * `_count`) in base units.
  */
-import { COUNTER_NAMES, COUNTER_SPECS, type Counters } from './counters.js';
-import { HISTOGRAM_NAMES, HISTOGRAM_SPECS, type HistogramSet } from './histograms.js';
+import { COUNTER_NAMES, COUNTER_SPECS, type CounterValues } from './counters.js';
+import type { HistogramSet } from './histograms.js';
+import { HISTOGRAM_NAMES, HISTOGRAM_SPECS } from './specs.js';
 
 /** The metrics to render; either may be omitted. */
 export interface PrometheusSources {
   histograms?: HistogramSet;
-  counters?: Counters;
+  counters?: CounterValues;
 }
 
 const QUANTILES = [
@@ -31,7 +32,7 @@ export function renderPrometheus(sources: PrometheusSources): string {
       const spec = COUNTER_SPECS[name];
       lines.push(`# HELP ${spec.prometheusName} ${escapeHelp(spec.help)}`);
       lines.push(`# TYPE ${spec.prometheusName} counter`);
-      lines.push(`${spec.prometheusName} ${sources.counters.get(name)}`);
+      lines.push(`${spec.prometheusName} ${sources.counters[name]}`);
     }
   }
   // A set closed by a shutting-down engine has nothing left to show; /metrics still answers.

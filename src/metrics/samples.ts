@@ -4,9 +4,9 @@
  * transferred with the task's result) spares every worker thread loading and instantiating
  * hdr-histogram's WebAssembly (~60 ms of CPU per thread) for a few hundred values per partition.
  *
- * This module must not load hdr-histogram: only types come from histograms.ts.
+ * This module must not load hdr-histogram.
  */
-import type { HistogramName } from './histograms.js';
+import type { HistogramName } from './specs.js';
 
 /** Somewhere to record histogram values: a `HistogramSet`, or a `SampleRecorder` in a worker. */
 export interface HistogramRecorder {

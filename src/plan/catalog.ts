@@ -1,12 +1,19 @@
 /**
  * Reads the source catalog a sync covers: every selected collection and view with its options,
  * UUID and indexes, type-faithfully (an Int32 in a validator or key pattern stays an Int32), with
- * `listDatabases`, `listCollections` and `listIndexes` only.
+ * `listDatabases`, `listCollections` and `listIndexes` only; and the namespace record each starts
+ * as (what the destination gets, src/meta/namespaces.ts).
  */
 import type { Binary, Document } from 'bson';
 import type { MongoClient } from 'mongodb';
+import { collectionEntry, listCollectionEntries, listDatabaseNames, listIndexSpecs } from '../cluster/commands.js';
+import type { IndexBuildTime } from '../domain/catalog.js';
+import type { Namespace } from '../domain/namespaces.js';
+import type { StartRequest } from '../domain/start-request.js';
 import type { Logger } from '../log/logger.js';
-import { TYPE_FAITHFUL_READ } from '../meta/store.js';
+import type { NamespaceRecord } from '../meta/namespaces.js';
+import { createPlan } from './collection-options.js';
+import { indexesToBuild } from './indexes.js';
 import type { NamespaceSelector } from './namespaces.js';
 
 export interface SourceNamespace {
@@ -21,31 +28,15 @@ export interface SourceNamespace {
   indexes: Document[];
 }
 
-const NAMESPACE_NOT_FOUND = 26;
-
-interface CollectionEntry {
-  name: string;
-  type?: string;
-  options?: Document;
-  info?: { uuid?: Binary };
-}
-
 /** Reads every selected namespace of the source, sorted by database then name. */
 export async function readSourceCatalog(client: MongoClient, selector: NamespaceSelector, logger: Logger): Promise<SourceNamespace[]> {
-  const { databases } = await client.db('admin').command({ listDatabases: 1, nameOnly: true });
-  const names = (databases as { name: string }[])
-    .map((d) => d.name)
-    .filter((db) => selector.selectsDatabase(db))
-    .sort();
+  const names = (await listDatabaseNames(client)).filter((db) => selector.selectsDatabase(db)).sort();
   const found: SourceNamespace[] = [];
   for (const db of names) {
-    const entries = (await client
-      .db(db)
-      .listCollections({}, { nameOnly: false, ...TYPE_FAITHFUL_READ })
-      .toArray()) as CollectionEntry[];
+    const entries = await listCollectionEntries(client.db(db));
     for (const entry of entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
       if (!selector.selects(db, entry.name)) continue;
-      const type = entry.type ?? 'collection';
+      const { type } = entry;
       if (type !== 'collection' && type !== 'view') {
         logger.warn(
           { ns: `${db}.${entry.name}`, type },
@@ -53,20 +44,53 @@ export async function readSourceCatalog(client: MongoClient, selector: Namespace
         );
         continue;
       }
-      const namespace: SourceNamespace = { db, coll: entry.name, type, options: entry.options ?? {}, indexes: [] };
+      const namespace: SourceNamespace = { db, coll: entry.name, type, options: entry.options, indexes: [] };
       if (type === 'collection') {
-        if (entry.info?.uuid !== undefined) namespace.uuid = entry.info.uuid;
-        try {
-          namespace.indexes = await client.db(db).collection(entry.name).listIndexes(TYPE_FAITHFUL_READ).toArray();
-        } catch (error) {
-          // Dropped since it was listed (after T0): change-event application replays the drop.
-          // (A type-faithful read gets the error's code as an Int32 too.)
-          if (Number((error as { code?: unknown }).code) === NAMESPACE_NOT_FOUND) continue;
-          throw error;
-        }
+        if (entry.uuid !== undefined) namespace.uuid = entry.uuid;
+        const indexes = await listIndexSpecs(client, namespace);
+        // Dropped since it was listed (after T0): change-event application replays the drop.
+        if (indexes === undefined) continue;
+        namespace.indexes = indexes;
       }
       found.push(namespace);
     }
   }
   return found;
+}
+
+/** One namespace as the source has it now; undefined when the source has no such namespace. */
+export async function readSourceNamespace(client: MongoClient, ns: Namespace): Promise<SourceNamespace | undefined> {
+  const entry = await collectionEntry(client, ns);
+  if (entry === undefined) return undefined;
+  const type = entry.type === 'view' ? 'view' : 'collection';
+  const found: SourceNamespace = { db: ns.db, coll: ns.coll, type, options: entry.options, indexes: [] };
+  if (entry.uuid !== undefined) found.uuid = entry.uuid;
+  if (type === 'collection') found.indexes = (await listIndexSpecs(client, ns)) ?? [];
+  return found;
+}
+
+/** What a namespace record starts as, from the source catalog. */
+export function namespaceRecord(source: SourceNamespace, buildTime: IndexBuildTime, request: StartRequest): NamespaceRecord {
+  const plan = createPlan(source.type, source.options);
+  const record: NamespaceRecord = {
+    db: source.db,
+    coll: source.coll,
+    type: source.type,
+    sourceOptions: source.options,
+    createOptions: plan.options,
+    indexes:
+      source.type === 'collection'
+        ? indexesToBuild(source.indexes, request.buildIndexes, source.options.collation as Document | undefined)
+        : [],
+    indexBuildTime: buildTime,
+    sourceCount: 0,
+    sourceBytes: 0,
+    created: false,
+    partitioned: source.type === 'view',
+    indexesBuilt: source.type === 'view',
+  };
+  if (source.uuid !== undefined) record.uuid = source.uuid;
+  if (plan.capped !== undefined) record.capped = plan.capped;
+  if (plan.expireAfterSeconds !== undefined) record.expireAfterSeconds = plan.expireAfterSeconds;
+  return record;
 }

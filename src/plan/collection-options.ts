@@ -15,18 +15,9 @@
  *
  * Validation is not relaxed here: Ferry's writes bypass it (`bypassDocumentValidation`).
  */
-import type { Document } from 'mongodb';
-
-/** mongod's largest capped collection size: 1 PB ("size cannot exceed 1 PB"). */
-export const MAX_CAPPED_SIZE_BYTES = 1024 ** 5;
-
-/** What commit must restore on a capped collection. */
-export interface CappedOriginal {
-  /** The source's `size`, in bytes. */
-  size: number;
-  /** The source's `max` document count; absent when it has none. */
-  max?: number;
-}
+import type { Document } from 'bson';
+import type { CappedOriginal } from '../domain/catalog.js';
+import { MAX_CAPPED_SIZE_BYTES } from '../domain/constants.js';
 
 /** How to create one destination namespace. */
 export interface CreatePlan {

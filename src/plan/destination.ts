@@ -8,18 +8,13 @@
  * `DestinationConflict` otherwise; `createIndexes` with indexes that already exist is a no-op.
  */
 import { EJSON, type Document } from 'bson';
-import type { Db, MongoClient } from 'mongodb';
-import { namespaceOf, type NamespaceRecord } from '../meta/namespaces.js';
-import { TYPE_FAITHFUL_READ } from '../meta/store.js';
-
-/** The destination already holds a namespace Ferry must create, in another form. */
-export class DestinationConflict extends Error {
-  override readonly name = 'DestinationConflict';
-  readonly code = 'DestinationConflict';
-}
-
-const NAMESPACE_EXISTS = 48;
-const WRITE_CONCERN = { w: 'majority' } as const;
+import type { MongoClient } from 'mongodb';
+import { collectionEntry, createIndexes, createNamespace, dropIndex } from '../cluster/commands.js';
+import { isIndexConflict, isNamespaceExists } from '../cluster/errors.js';
+import type { IndexPlan } from '../domain/catalog.js';
+import { namespaceOf, type Namespace } from '../domain/namespaces.js';
+import { DestinationConflict } from '../errors/errors.js';
+import type { NamespaceRecord } from '../meta/namespaces.js';
 
 /** Type-exact equality of two option documents, ignoring top-level field order. */
 function sameOptions(a: Document, b: Document): boolean {
@@ -28,22 +23,17 @@ function sameOptions(a: Document, b: Document): boolean {
   return text(a) === text(b);
 }
 
-async function existingOptions(db: Db, name: string): Promise<{ type: string; options: Document } | undefined> {
-  const [entry] = await db.listCollections({ name }, { nameOnly: false, ...TYPE_FAITHFUL_READ }).toArray();
-  return entry === undefined ? undefined : { type: entry.type ?? 'collection', options: (entry as { options?: Document }).options ?? {} };
-}
-
 /** Creates a collection or view on the destination as its record says; see the module comment. */
 export async function createOnDestination(client: MongoClient, record: NamespaceRecord): Promise<void> {
-  const db = client.db(record.db);
   try {
-    await db.command({ create: record.coll, ...record.createOptions, writeConcern: WRITE_CONCERN });
+    await createNamespace(client, record, record.createOptions);
   } catch (error) {
-    if ((error as { code?: number }).code !== NAMESPACE_EXISTS) throw error;
-    const existing = await existingOptions(db, record.coll);
+    if (!isNamespaceExists(error)) throw error;
+    const existing = await collectionEntry(client, record);
     if (existing !== undefined && existing.type === record.type && sameOptions(existing.options, record.createOptions)) return;
     throw new DestinationConflict(
-      `the destination already has ${namespaceOf(record)}${existing === undefined ? '' : ` (a ${existing.type})`} with other options than the source's; drop it or exclude it from the sync`,
+      `the destination already has ${namespaceOf(record)}${existing === undefined ? '' : ` (a ${existing.type})`} ` +
+        `with other options than the source's; drop it or exclude it from the sync`,
       { cause: error },
     );
   }
@@ -52,12 +42,23 @@ export async function createOnDestination(client: MongoClient, record: Namespace
 /** Builds a collection's indexes in temporary form; returns how many it asked for. */
 export async function buildIndexesOnDestination(client: MongoClient, record: NamespaceRecord): Promise<number> {
   if (record.indexes.length === 0) return 0;
-  await client.db(record.db).command({
-    createIndexes: record.coll,
-    indexes: record.indexes.map((index) => index.temporary),
-    writeConcern: WRITE_CONCERN,
-  });
+  await createIndexes(
+    client,
+    record,
+    record.indexes.map((index) => index.temporary),
+  );
   return record.indexes.length;
+}
+
+/** Builds one index in temporary form; an index of that name in another form is replaced. */
+export async function buildIndex(client: MongoClient, ns: Namespace, plan: IndexPlan): Promise<void> {
+  try {
+    await createIndexes(client, ns, [plan.temporary]);
+  } catch (error) {
+    if (!isIndexConflict(error)) throw error;
+    await dropIndex(client, ns, plan.name);
+    await createIndexes(client, ns, [plan.temporary]);
+  }
 }
 
 /** Runs `task` over `items` with at most `parallelism` at once; rejects with the first failure. */

@@ -16,53 +16,10 @@
  * - `excludeHashedAfterCopy`: after the copy, hashed indexes skipped.
  * - `never`: only `_id` (created with the collection), never any other.
  */
-import type { Document } from 'mongodb';
-import type { BuildIndexes } from '../api/start-request.js';
-
-/** `expireAfterSeconds` of TTL indexes during sync: the largest 32-bit integer (nothing expires). */
-export const TEMPORARY_TTL_SECONDS = 2147483647;
-
-/** The name mongod gives every collection's `_id` index. */
-export const ID_INDEX_NAME = '_id_';
-
-/** What the temporary form changed in one index, with the source's values to restore at commit. */
-export interface TemporaryChanges {
-  /** The index is unique on the source; built non-unique. */
-  unique?: true;
-  /** The source's `expireAfterSeconds`; built with `TEMPORARY_TTL_SECONDS`. */
-  expireAfterSeconds?: number;
-  /** The index is hidden on the source; built visible. */
-  hidden?: true;
-  /** The index has `prepareUnique` on the source; built without it. */
-  prepareUnique?: true;
-}
-
-/** One index as the destination gets it, and how to restore it. */
-export interface IndexPlan {
-  name: string;
-  /** The specification as `listIndexes` gave it on the source (without `v` and `ns`). */
-  original: Document;
-  /** The specification `createIndexes` receives on the destination. */
-  temporary: Document;
-  /** Empty when the temporary form is the original. */
-  changes: TemporaryChanges;
-}
-
-/** When the indexes of a sync are built. */
-export type IndexBuildTime = 'beforeCopy' | 'afterCopy' | 'never';
-
-export function indexBuildTime(buildIndexes: BuildIndexes): IndexBuildTime {
-  switch (buildIndexes) {
-    case 'beforeDataCopy':
-    case 'excludeHashed':
-      return 'beforeCopy';
-    case 'afterDataCopy':
-    case 'excludeHashedAfterCopy':
-      return 'afterCopy';
-    case 'never':
-      return 'never';
-  }
-}
+import type { Document } from 'bson';
+import type { IndexPlan, TemporaryChanges } from '../domain/catalog.js';
+import { ID_INDEX_NAME, TEMPORARY_TTL_SECONDS } from '../domain/constants.js';
+import type { BuildIndexes } from '../domain/start-request.js';
 
 /** Whether any field of the index's key is `hashed`. */
 export function isHashedIndex(spec: Document): boolean {

@@ -19,29 +19,11 @@
  *   syntax (possessive quantifiers, `\A`, inline `(?i)`) is rejected as invalid.
  *
  * Validation of the request's shape is the API's; this module only compiles and matches, throwing
- * `InvalidNamespaceFilterError` for what it cannot match on.
+ * `InvalidNamespaceFilter` for what it cannot match on.
  */
-import { METADATA_DATABASE, SYSTEM_COLLECTION_PREFIX, SYSTEM_DATABASES } from '../meta/names.js';
-
-/** A regular expression as given in a filter entry. */
-export interface RegexFilter {
-  /** The pattern, in MongoDB `$regex` syntax. */
-  pattern: string;
-  /** Option letters among `i`, `m`, `s`, `x`, `u`, in any order. Default: none. */
-  options?: string;
-}
-
-/** One element of `includeNamespaces` or `excludeNamespaces`. */
-export interface NamespaceFilter {
-  /** Exact database name. */
-  database?: string;
-  /** Databases whose names match this expression. */
-  databaseRegex?: RegexFilter;
-  /** Exact collection names within the matched databases. */
-  collections?: string[];
-  /** Collections of the matched databases whose names match this expression. */
-  collectionsRegex?: RegexFilter;
-}
+import { isReservedCollection, isReservedDatabase } from '../domain/namespaces.js';
+import type { NamespaceFilter, RegexFilter, StartRequest } from '../domain/start-request.js';
+import { InvalidNamespaceFilter } from '../errors/errors.js';
 
 /** Answers which namespaces a sync covers. */
 export interface NamespaceSelector {
@@ -53,22 +35,6 @@ export interface NamespaceSelector {
   selectsDatabase(db: string): boolean;
   /** Whether the collection (or view) `db.coll` is synced. */
   selects(db: string, coll: string): boolean;
-}
-
-/** A filter entry that cannot be matched on: no database given, or a bad regular expression. */
-export class InvalidNamespaceFilterError extends Error {
-  override readonly name = 'InvalidNamespaceFilterError';
-  readonly code = 'InvalidNamespaceFilter';
-}
-
-/** Whether a database is never synced whatever the filters say. */
-export function isReservedDatabase(db: string): boolean {
-  return db === METADATA_DATABASE || SYSTEM_DATABASES.includes(db);
-}
-
-/** Whether a collection is never synced whatever the filters say. */
-export function isReservedCollection(coll: string): boolean {
-  return coll.startsWith(SYSTEM_COLLECTION_PREFIX);
 }
 
 /** Removes whitespace and `#` comments outside character classes (the `x` option of PCRE). */
@@ -98,7 +64,7 @@ function stripExtended(pattern: string): string {
 /** Compiles a filter's regular expression with MongoDB `$regex` option semantics. */
 export function compileRegexFilter(regex: RegexFilter, field: string): RegExp {
   if (typeof regex?.pattern !== 'string') {
-    throw new InvalidNamespaceFilterError(`${field}.pattern must be a string`);
+    throw new InvalidNamespaceFilter(`${field}.pattern must be a string`);
   }
   let flags = '';
   let extended = false;
@@ -107,13 +73,13 @@ export function compileRegexFilter(regex: RegexFilter, field: string): RegExp {
       if (!flags.includes(option)) flags += option;
     } else if (option === 'x') extended = true;
     else if (option !== 'u') {
-      throw new InvalidNamespaceFilterError(`${field}.options has "${option}"; allowed options are i, m, s, x and u`);
+      throw new InvalidNamespaceFilter(`${field}.options has "${option}"; allowed options are i, m, s, x and u`);
     }
   }
   try {
     return new RegExp(extended ? stripExtended(regex.pattern) : regex.pattern, flags);
   } catch (error) {
-    throw new InvalidNamespaceFilterError(
+    throw new InvalidNamespaceFilter(
       `${field}.pattern ${JSON.stringify(regex.pattern)} is not a valid regular expression: ${(error as Error).message}`,
     );
   }
@@ -131,11 +97,11 @@ interface CompiledFilter {
 
 function compileFilter(entry: NamespaceFilter, field: string): CompiledFilter {
   if (entry.database === undefined && entry.databaseRegex === undefined) {
-    throw new InvalidNamespaceFilterError(`${field} needs "database" or "databaseRegex"`);
+    throw new InvalidNamespaceFilter(`${field} needs "database" or "databaseRegex"`);
   }
   // mongosync takes one or the other; both would silently select their intersection.
   if (entry.database !== undefined && entry.databaseRegex !== undefined) {
-    throw new InvalidNamespaceFilterError(`${field} takes "database" or "databaseRegex", not both`);
+    throw new InvalidNamespaceFilter(`${field} takes "database" or "databaseRegex", not both`);
   }
   return {
     database: entry.database,
@@ -156,7 +122,7 @@ function matchesCollection(filter: CompiledFilter, coll: string): boolean {
 
 /**
  * Builds the selector for a start request's filters. `include` absent (or empty) selects
- * everything that is not reserved. Throws `InvalidNamespaceFilterError` for an entry without a
+ * everything that is not reserved. Throws `InvalidNamespaceFilter` for an entry without a
  * database or with a regular expression that does not compile.
  */
 export function createNamespaceSelector(include?: readonly NamespaceFilter[], exclude?: readonly NamespaceFilter[]): NamespaceSelector {
@@ -177,4 +143,9 @@ export function createNamespaceSelector(include?: readonly NamespaceFilter[], ex
       return !excluded.some(matches);
     },
   };
+}
+
+/** The selector of a start request's filters. */
+export function selectorFor(request: Pick<StartRequest, 'includeNamespaces' | 'excludeNamespaces'>): NamespaceSelector {
+  return createNamespaceSelector(request.includeNamespaces, request.excludeNamespaces);
 }

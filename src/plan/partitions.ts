@@ -14,6 +14,8 @@
 import { MaxKey, MinKey, type Document } from 'bson';
 import type { Collection as DriverCollection } from 'mongodb';
 import { canonicalRank, compareBsonValues, readId } from '../bson/index.js';
+import { aggregateRaw } from '../cluster/raw-cursor.js';
+import { InvalidPartitionRequest } from '../errors/errors.js';
 
 /** What the planner needs to know about a collection (from `$collStats` / `collStats`). */
 export interface CollectionStats {
@@ -59,12 +61,6 @@ export interface PartitionOptions {
   partitionBytes: number;
 }
 
-/** Raised for statistics or options the planner cannot work with. */
-export class InvalidPartitionRequestError extends Error {
-  override readonly name = 'InvalidPartitionRequestError';
-  readonly code = 'InvalidPartitionRequest';
-}
-
 const MIN_KEY = new MinKey();
 const MAX_KEY = new MaxKey();
 
@@ -82,11 +78,11 @@ function checkStats(stats: CollectionStats, options: PartitionOptions): void {
     ['size', stats.size],
   ] as const) {
     if (!Number.isFinite(value) || value < 0) {
-      throw new InvalidPartitionRequestError(`collection ${name} must be a non-negative number, got ${value}`);
+      throw new InvalidPartitionRequest(`collection ${name} must be a non-negative number, got ${value}`);
     }
   }
   if (!Number.isFinite(options.partitionBytes) || options.partitionBytes <= 0) {
-    throw new InvalidPartitionRequestError(`partitionBytes must be positive, got ${options.partitionBytes}`);
+    throw new InvalidPartitionRequest(`partitionBytes must be positive, got ${options.partitionBytes}`);
   }
 }
 
@@ -203,12 +199,10 @@ export interface SampleOptions {
 export async function sampleIds(collection: DriverCollection, partitions: number, options: SampleOptions = {}): Promise<unknown[]> {
   if (partitions <= 1) return [];
   const size = Math.min(partitions * (options.oversampling ?? 10), options.maxSampleSize ?? 100_000);
-  const cursor = collection.aggregate([{ $sample: { size } }, { $project: { _id: 1 } }], {
-    raw: true,
-    allowDiskUse: true,
-  });
   const ids: unknown[] = [];
-  for await (const raw of cursor) ids.push(readId(raw as unknown as Uint8Array));
+  for await (const raw of aggregateRaw(collection, [{ $sample: { size } }, { $project: { _id: 1 } }], { allowDiskUse: true })) {
+    ids.push(readId(raw));
+  }
   return ids;
 }
 

@@ -1,20 +1,21 @@
 /**
- * The one owner of Ferry's state. API requests and the engine's background events all pass
+ * The one owner of Ferry's state. API requests and the sync's background events all pass
  * through one queue, so they take effect one at a time and in order: two simultaneous `start`
  * calls run one after the other, and the second finds the state RUNNING and is refused.
  * A refused or failed request leaves the state exactly as it was.
  */
-import { InvalidStateTransition, NotReadyToCommit, NotReversible } from '../api/errors.js';
-import type { StartRequest } from '../api/start-request.js';
-import type { ClusterEndpoint } from '../config/clusters.js';
 import type { Logger } from '../log/logger.js';
-import { redactUris } from '../log/redact.js';
-import type { EngineEvent, SyncEngine } from './engine.js';
 import { buildProgress, type Progress } from './progress.js';
-import { COMMANDS, isTransition, type Command, type State } from './states.js';
+import type { StartRequest } from '../domain/start-request.js';
+import type { ClusterEndpoint } from '../domain/clusters.js';
+import { redactUris } from '../domain/credentials.js';
+import type { SyncEvent, SyncControl } from '../domain/sync-control.js';
+import { COMMANDS, isTransition, type Command, type State } from '../domain/states.js';
+import { InternalError, InvalidStateTransition, NotReadyToCommit, NotReversible } from '../errors/errors.js';
 
 export interface StateMachineOptions {
-  engine: SyncEngine;
+  /** The sync it drives (src/sync/orchestrator.ts). */
+  sync: SyncControl;
   clusters: { cluster0: ClusterEndpoint; cluster1: ClusterEndpoint };
   /** This instance's id (`mongosyncID`). */
   id: string;
@@ -29,19 +30,19 @@ export class StateMachine {
   #queue: Promise<unknown> = Promise.resolve();
   /** Set when shutdown begins: new requests are refused from then on. */
   #closing = false;
-  /** Set once the engine is closed: its events no longer apply. */
+  /** Set once the sync is closed: its events no longer apply. */
   #closed = false;
-  readonly #engine: SyncEngine;
+  readonly #sync: SyncControl;
   readonly #options: StateMachineOptions;
   readonly #logger: Logger;
 
   constructor(options: StateMachineOptions) {
     this.#options = options;
-    this.#engine = options.engine;
+    this.#sync = options.sync;
     this.#logger = options.logger;
-    this.#engine.attach((event) => {
-      void this.#serialize(() => this.#onEngineEvent(event)).catch((error: unknown) =>
-        this.#logger.error({ err: error, event: event.type }, 'Could not handle an engine event'),
+    this.#sync.attach((event) => {
+      void this.#serialize(() => this.#onSyncEvent(event)).catch((error: unknown) =>
+        this.#logger.error({ err: error, event: event.type }, 'Could not handle a sync event'),
       );
     });
   }
@@ -57,16 +58,16 @@ export class StateMachine {
       request: this.#request,
       clusters: this.#options.clusters,
       id: this.#options.id,
-      snapshot: this.#engine.snapshot(),
+      snapshot: this.#sync.snapshot(),
       warnings: this.#failure === undefined ? [] : [this.#failure],
     });
   }
 
-  /** INITIALIZING → IDLE, or → the state of an earlier run with this id that the engine recovered. */
+  /** INITIALIZING → IDLE, or → the state of an earlier run with this id that the sync recovered. */
   initialize(): Promise<void> {
     return this.#serialize(async () => {
       this.#require('INITIALIZING', 'initialize');
-      const recovered = await this.#engine.recover();
+      const recovered = await this.#sync.recover();
       if (recovered === undefined) {
         this.#moveTo('IDLE');
       } else {
@@ -78,20 +79,20 @@ export class StateMachine {
 
   start(request: StartRequest): Promise<void> {
     return this.#command('start', async () => {
-      await this.#engine.preflight(request);
-      await this.#engine.start(request);
+      await this.#sync.preflight(request);
+      await this.#sync.start(request);
       this.#request = request;
       this.#moveTo(COMMANDS.start.to);
     });
   }
 
   pause(): Promise<void> {
-    return this.#simple('pause', () => this.#engine.pause());
+    return this.#simple('pause', () => this.#sync.pause());
   }
 
   resume(): Promise<void> {
     return this.#simple('resume', async () => {
-      await this.#engine.resume();
+      await this.#sync.resume();
       this.#failure = undefined;
     });
   }
@@ -100,10 +101,11 @@ export class StateMachine {
     return this.#command('commit', async () => {
       if (!this.progress().canCommit) {
         throw new NotReadyToCommit(
-          'commit is possible only once the copy has finished and change events are being applied with little lag (see canCommit in progress)',
+          'commit is possible only once the copy has finished and change ' +
+            'events are being applied with little lag (see canCommit in progress)',
         );
       }
-      await this.#engine.commit();
+      await this.#sync.commit();
       this.#moveTo(COMMANDS.commit.to);
     });
   }
@@ -116,21 +118,21 @@ export class StateMachine {
           'reverse needs a sync started with reversible: true and enableUserWriteBlocking: true ("sourceAndDestination")',
         );
       }
-      await this.#engine.reverse();
+      await this.#sync.reverse();
       this.#request = { ...request, source: request.destination, destination: request.source };
       this.#moveTo(COMMANDS.reverse.to);
     });
   }
 
   /**
-   * Refuses new requests from now on, lets the request in progress finish, then closes the engine
+   * Refuses new requests from now on, lets the request in progress finish, then closes the sync
    * (which records its state). Progress is still served meanwhile.
    */
   close(): Promise<void> {
     this.#closing = true;
     return this.#serialize(async () => {
       if (this.#closed) return;
-      await this.#engine.close();
+      await this.#sync.close();
       this.#closed = true;
     });
   }
@@ -144,7 +146,7 @@ export class StateMachine {
 
   /**
    * Runs a request's task in the queue once its state is checked there. While INITIALIZING or
-   * shutting down it is refused at once rather than queued behind recovery or the engine's close.
+   * shutting down it is refused at once rather than queued behind recovery or the sync's close.
    */
   #command(command: Command, task: () => Promise<void>): Promise<void> {
     if (this.#state === 'INITIALIZING' || this.#closing) {
@@ -160,8 +162,8 @@ export class StateMachine {
     });
   }
 
-  #onEngineEvent(event: EngineEvent): void {
-    const expected: Record<EngineEvent['type'], { from: State; to: State }> = {
+  #onSyncEvent(event: SyncEvent): void {
+    const expected: Record<SyncEvent['type'], { from: State; to: State }> = {
       commitCompleted: { from: 'COMMITTING', to: 'COMMITTED' },
       reverseCompleted: { from: 'REVERSING', to: 'RUNNING' },
       failed: { from: 'RUNNING', to: 'PAUSED' },
@@ -176,7 +178,7 @@ export class StateMachine {
           : `The sync reported an error while ${this.#state}: ${reason}`;
     }
     if (this.#closed || this.#state !== from) {
-      this.#logger.warn({ event: event.type, state: this.#state }, 'Engine event does not apply in this state; ignored');
+      this.#logger.warn({ event: event.type, state: this.#state }, 'Sync event does not apply in this state; ignored');
       return;
     }
     this.#moveTo(to);
@@ -194,7 +196,7 @@ export class StateMachine {
   #moveTo(next: State): void {
     if (!isTransition(this.#state, next)) {
       // A bug, not a user error: the checks above should make this unreachable.
-      throw new Error(`illegal transition ${this.#state} → ${next}`);
+      throw new InternalError(`illegal transition ${this.#state} → ${next}`);
     }
     this.#logger.info({ from: this.#state, to: next }, `State ${this.#state} → ${next}`);
     this.#state = next;

@@ -1,13 +1,13 @@
+import { describeCluster, type ClusterEndpoint } from '../domain/clusters.js';
+import type { StartRequest } from '../domain/start-request.js';
+import type { SyncSnapshot } from '../domain/sync-control.js';
+import type { State } from '../domain/states.js';
 /**
  * The progress record of `GET /api/v1/progress`, built from in-memory state only, following the
  * spec's rules (§2.1): in IDLE every field but `state` and `canCommit` is null; in PAUSED
  * `lagTimeSeconds` is null; before the copy phase 0 bytes of 1 are copied; copied never exceeds
  * the total (the total is raised to the copied figure when the copy overtakes the estimate).
  */
-import { describeCluster, type ClusterEndpoint } from '../config/clusters.js';
-import type { StartRequest } from '../api/start-request.js';
-import type { EngineSnapshot } from './engine.js';
-import type { State } from './states.js';
 
 export interface Progress {
   state: State;
@@ -19,7 +19,7 @@ export interface Progress {
   lag: { overallLagSeconds: number; crudLagSeconds: number; ddlLagSeconds: number } | null;
   totalEventsApplied: number | null;
   collectionCopy: { estimatedTotalBytes: number; estimatedCopiedBytes: number } | null;
-  indexBuilding: EngineSnapshot['indexBuilding'] | null;
+  indexBuilding: SyncSnapshot['indexBuilding'] | null;
   directionMapping: { Source: string; Destination: string } | null;
   mongosyncID: string | null;
   coordinatorID: string | null;
@@ -32,7 +32,7 @@ export interface ProgressInputs {
   request?: StartRequest;
   clusters: Record<StartRequest['source'], ClusterEndpoint>;
   id: string;
-  snapshot: EngineSnapshot;
+  snapshot: SyncSnapshot;
   /** Warnings the state machine itself holds (e.g. why the sync paused). */
   warnings: string[];
 }
@@ -55,7 +55,7 @@ function wholeNonNegative(value: number | undefined): number {
   return value === undefined || !Number.isFinite(value) || value < 0 ? 0 : Math.floor(value);
 }
 
-function collectionCopy(snapshot: EngineSnapshot): NonNullable<Progress['collectionCopy']> {
+function collectionCopy(snapshot: SyncSnapshot): NonNullable<Progress['collectionCopy']> {
   const estimate = snapshot.estimatedTotalBytes;
   // No estimate yet (before the copy phase): the spec's 0 of 1.
   if (estimate === undefined || !Number.isFinite(estimate) || estimate < 0) return { estimatedTotalBytes: 1, estimatedCopiedBytes: 0 };
@@ -66,13 +66,13 @@ function collectionCopy(snapshot: EngineSnapshot): NonNullable<Progress['collect
   return { estimatedTotalBytes: Math.max(total, copied), estimatedCopiedBytes: copied };
 }
 
-function info(state: State, snapshot: EngineSnapshot): string | null {
+function info(state: State, snapshot: SyncSnapshot): string | null {
   if (state === 'COMMITTING') return 'waiting for commit to complete';
   if (state === 'COMMITTED') return 'commit completed';
   return snapshot.info;
 }
 
-function lag(state: State, snapshot: EngineSnapshot): Progress['lag'] {
+function lag(state: State, snapshot: SyncSnapshot): Progress['lag'] {
   if (state === 'PAUSED') return null;
   // Committed: the source was write-blocked and everything up to the commit point applied.
   if (state === 'COMMITTED') return { overallLagSeconds: 0, crudLagSeconds: 0, ddlLagSeconds: 0 };

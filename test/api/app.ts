@@ -5,12 +5,12 @@
 import type { FastifyInstance } from 'fastify';
 import { pino } from 'pino';
 import { buildServer } from '../../src/api/server.js';
-import type { StartRequest } from '../../src/api/start-request.js';
 import { parseClusterUri } from '../../src/config/clusters.js';
 import type { Logger } from '../../src/log/logger.js';
 import { StateMachine } from '../../src/state/machine.js';
 import type { Progress } from '../../src/state/progress.js';
 import { FakeEngine } from './fake-engine.js';
+import type { StartRequest } from '../../src/domain/start-request.js';
 
 export const CLUSTERS = {
   cluster0: parseClusterUri('cluster0', 'mongodb://ferry:s3cret@db0.example.net:27018,db0b.example.net/?replicaSet=rs0'),
@@ -34,7 +34,7 @@ export const silentLogger = pino({ level: 'silent' }) as unknown as Logger;
 /** The app in IDLE (initialized), unless `initialize` is false. */
 export async function buildTestApp(options: { engine?: FakeEngine; initialize?: boolean; bodyLimit?: number } = {}): Promise<TestApp> {
   const engine = options.engine ?? new FakeEngine();
-  const machine = new StateMachine({ engine, clusters: CLUSTERS, id: INSTANCE_ID, logger: silentLogger });
+  const machine = new StateMachine({ sync: engine, clusters: CLUSTERS, id: INSTANCE_ID, logger: silentLogger });
   const app = buildServer({ machine, logger: silentLogger, bodyLimit: options.bodyLimit });
   if (options.initialize !== false) await machine.initialize();
   return {

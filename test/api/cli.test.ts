@@ -19,8 +19,9 @@ const MAIN = fileURLToPath(new URL('../../src/cli/main.js', import.meta.url));
 const URI0 = 'mongodb://ferry:pw-zero-secret@db0.example.net:27018/?replicaSet=rs0';
 const URI1 = 'mongodb://ferry:pw-one-secret@db1.example.net:27019/?replicaSet=rs1';
 
-function runToExit(args: string[]) {
-  const result = spawnSync(process.execPath, [MAIN, ...args], { encoding: 'utf8' });
+function runToExit(args: string[], env: Record<string, string> = {}) {
+  // A bound on the wait: a Ferry that starts instead of refusing would otherwise never exit.
+  const result = spawnSync(process.execPath, [MAIN, ...args], { encoding: 'utf8', env: { ...process.env, ...env }, timeout: 20_000 });
   return { code: result.status, stdout: result.stdout, stderr: result.stderr };
 }
 
@@ -108,6 +109,24 @@ describe('startup errors: one line, non-zero exit, nothing started', () => {
     ],
     ['unusable --logPath', ['--cluster0', URI0, '--cluster1', URI1, '--logPath', MAIN], /--logPath .* cannot be used/],
   ];
+  // Read at startup with every other option, never when first used (a bad one used to surface mid-run).
+  const environment: [string, Record<string, string>, RegExp][] = [
+    [
+      'a commit retry interval of 0',
+      { FERRY_COMMIT_RETRY_INTERVAL_MS: '0' },
+      /FERRY_COMMIT_RETRY_INTERVAL_MS must be an integer from 1 to/,
+    ],
+    ['an unknown write path', { FERRY_COPY_WRITE_PATH: 'fast' }, /FERRY_COPY_WRITE_PATH must be one of raw, decode, got "fast"/],
+  ];
+  for (const [what, env, message] of environment) {
+    it(`${what} in the environment → exit 2 and ${message.source}`, () => {
+      const { code, stdout, stderr } = runToExit(['--cluster0', URI0, '--cluster1', URI1], env);
+      assert.equal(code, 2, stderr);
+      assert.equal(stdout, '');
+      assert.match(stderr, /^ferry: error: [^\n]+\n$/, 'exactly one line');
+      assert.match(stderr, message);
+    });
+  }
   for (const [what, args, message] of cases) {
     it(`${what} → exit 2 and ${message.source}`, () => {
       const { code, stdout, stderr } = runToExit(args);

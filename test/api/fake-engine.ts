@@ -1,13 +1,13 @@
+import type { StartRequest } from '../../src/domain/start-request.js';
+import type { SyncEvent, SyncSnapshot, RecoveredState, SyncControl } from '../../src/domain/sync-control.js';
 /**
- * A SyncEngine test double: records calls, fails or blocks on demand, and lets a test play the
+ * A SyncControl test double: records calls, fails or blocks on demand, and lets a test play the
  * engine's background events and figures.
  */
-import type { StartRequest } from '../../src/api/start-request.js';
-import type { EngineEvent, EngineSnapshot, RecoveredState, SyncEngine } from '../../src/state/engine.js';
 
 type Method = 'recover' | 'preflight' | 'start' | 'pause' | 'resume' | 'commit' | 'reverse' | 'close';
 
-export class FakeEngine implements SyncEngine {
+export class FakeEngine implements SyncControl {
   /** Methods called, in order. */
   readonly calls: Method[] = [];
   /** Errors the next call of a method throws (once). */
@@ -16,16 +16,16 @@ export class FakeEngine implements SyncEngine {
   readonly holdNext = new Map<Method, Promise<void>>();
   /** What recover() returns. */
   recovered: RecoveredState | undefined;
-  figures: EngineSnapshot = { info: null, eventsApplied: 0, readyToCommit: false, warnings: [] };
+  figures: SyncSnapshot = { info: null, eventsApplied: 0, readyToCommit: false, warnings: [] };
   startedWith: StartRequest | undefined;
-  #report: ((event: EngineEvent) => void) | undefined;
+  #report: ((event: SyncEvent) => void) | undefined;
 
-  attach(report: (event: EngineEvent) => void): void {
+  attach(report: (event: SyncEvent) => void): void {
     this.#report = report;
   }
 
   /** Plays a background event, as the real engine would. */
-  emit(event: EngineEvent): void {
+  emit(event: SyncEvent): void {
     this.#report!(event);
   }
 
@@ -56,7 +56,7 @@ export class FakeEngine implements SyncEngine {
   reverse = () => this.#call('reverse');
   close = () => this.#call('close');
 
-  snapshot(): EngineSnapshot {
+  snapshot(): SyncSnapshot {
     return this.figures;
   }
 }

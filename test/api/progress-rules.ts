@@ -4,8 +4,8 @@
  */
 import assert from 'node:assert/strict';
 import type { Progress } from '../../src/state/progress.js';
-import { STATES } from '../../src/state/states.js';
 import { INSTANCE_ID } from './app.js';
+import { STATES } from '../../src/domain/states.js';
 
 const FIELDS = [
   'state',

@@ -7,15 +7,15 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import fc from 'fast-check';
-import { ClusterUnreachable } from '../../src/api/errors.js';
-import type { EngineEvent } from '../../src/state/engine.js';
-import { COMMANDS, isTransition, type Command, type State } from '../../src/state/states.js';
 import { buildTestApp, VALID_START, type TestApp } from './app.js';
 import { assertProgressRules } from './progress-rules.js';
+import type { SyncEvent } from '../../src/domain/sync-control.js';
+import { COMMANDS, isTransition, type Command, type State } from '../../src/domain/states.js';
+import { ClusterUnreachable } from '../../src/errors/errors.js';
 
 type Step =
   | { kind: 'request'; command: Command; body: unknown; valid: boolean; reversible: boolean }
-  | { kind: 'event'; event: EngineEvent['type'] }
+  | { kind: 'event'; event: SyncEvent['type'] }
   | { kind: 'failNext'; command: Command }
   | { kind: 'figures'; ready: boolean; copied: number; total: number; lag: number | undefined; events: number };
 
@@ -60,7 +60,7 @@ const step: fc.Arbitrary<Step> = fc.oneof(
   { weight: 5, arbitrary: requestStep },
   {
     weight: 3,
-    arbitrary: weighted<EngineEvent['type']>([
+    arbitrary: weighted<SyncEvent['type']>([
       ['commitCompleted', 3],
       ['reverseCompleted', 2],
       ['failed', 1],
@@ -130,7 +130,7 @@ async function run(t: TestApp, steps: Step[]): Promise<void> {
     } else if (s.kind === 'event') {
       t.engine.emit(s.event === 'failed' ? { type: 'failed', error: new Error('network gone') } : { type: s.event });
       await new Promise((resolve) => setImmediate(resolve));
-      const moves: Record<EngineEvent['type'], [State, State]> = {
+      const moves: Record<SyncEvent['type'], [State, State]> = {
         commitCompleted: ['COMMITTING', 'COMMITTED'],
         reverseCompleted: ['REVERSING', 'RUNNING'],
         failed: ['RUNNING', 'PAUSED'],
@@ -138,7 +138,7 @@ async function run(t: TestApp, steps: Step[]): Promise<void> {
       const [from, to] = moves[s.event];
       assert.equal((await t.progress()).state, before === from ? to : before, `${s.event} in ${before}`);
     } else if (s.kind === 'failNext') {
-      t.engine.failNext.set(s.command, new ClusterUnreachable('gone'));
+      t.engine.failNext.set(s.command, new ClusterUnreachable({ cluster: 'cluster1 (db1:27019)', operation: 'hello', reason: 'gone' }));
       model.failNext.add(s.command);
     } else {
       model.ready = s.ready;

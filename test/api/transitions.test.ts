@@ -5,11 +5,11 @@
  */
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
-import { ClusterUnreachable, DestinationNotEmpty, FerryError, NotImplemented } from '../../src/api/errors.js';
-import { COMMANDS, STATES, type Command, type State } from '../../src/state/states.js';
 import { buildTestApp, VALID_START, type TestApp } from './app.js';
 import { FakeEngine, gate } from './fake-engine.js';
 import { assertProgressRules } from './progress-rules.js';
+import { COMMANDS, STATES, type Command, type State } from '../../src/domain/states.js';
+import { ClusterUnreachable, DestinationNotEmpty, FerryError, NotImplemented } from '../../src/errors/errors.js';
 
 const REVERSIBLE_START = { ...VALID_START, reversible: true, enableUserWriteBlocking: true };
 const BODIES: Record<Command, object> = { start: VALID_START, pause: {}, resume: {}, commit: {}, reverse: {} };
@@ -205,7 +205,11 @@ describe('illegal transitions are refused and change nothing', () => {
 describe('engine failures are reported with their names and leave the state as it was', () => {
   const cases: [string, () => FerryError, number][] = [
     ['DestinationNotEmpty', () => new DestinationNotEmpty('db.coll holds documents'), 422],
-    ['ClusterUnreachable', () => new ClusterUnreachable('cluster1 (db1:27019) is unreachable'), 502],
+    [
+      'ClusterUnreachable',
+      () => new ClusterUnreachable({ cluster: 'cluster1 (db1:27019)', operation: 'hello', reason: 'connection refused' }),
+      502,
+    ],
     ['NotImplemented', () => new NotImplemented('no engine'), 501],
   ];
   for (const [name, makeError, status] of cases) {
@@ -233,7 +237,7 @@ describe('engine failures are reported with their names and leave the state as i
 
   it('after a failed start, a second start can succeed', async () => {
     const t = await reach('IDLE');
-    t.engine.failNext.set('start', new ClusterUnreachable('gone'));
+    t.engine.failNext.set('start', new ClusterUnreachable({ cluster: 'cluster1 (db1:27019)', operation: 'hello', reason: 'gone' }));
     assert.equal((await t.post('/api/v1/start', VALID_START)).body.error, 'ClusterUnreachable');
     await expectOk(t, 'start');
     assert.equal((await t.progress()).state, 'RUNNING');
@@ -241,25 +245,29 @@ describe('engine failures are reported with their names and leave the state as i
 });
 
 describe('shutdown', () => {
-  it('once closing, requests are refused as shutting down, progress is still served, and the engine closes after the request in progress', async () => {
-    const t = await reach('RUNNING');
-    const hold = gate();
-    t.engine.holdNext.set('pause', hold.promise);
-    const pausing = t.post('/api/v1/pause', {});
-    while (!t.engine.calls.includes('pause')) await settle();
-    const closed = t.machine.close();
-    const refused = await t.post('/api/v1/resume', {});
-    assert.equal(refused.status, 409);
-    assert.equal(refused.body.error, 'InvalidStateTransition');
-    assert.match(refused.body.errorDescription, /Ferry is shutting down/);
-    assert.equal((await t.progress()).state, 'RUNNING');
-    assert.ok(!t.engine.calls.includes('close'), 'the engine is not closed under a request in progress');
-    hold.open();
-    assert.deepEqual((await pausing).body, { success: true });
-    await closed;
-    assert.deepEqual(t.engine.calls.slice(-2), ['pause', 'close']);
-    assert.equal((await t.progress()).state, 'PAUSED');
-  });
+  it(
+    'once closing, requests are refused as shutting down, progress is ' +
+      'still served, and the engine closes after the request in progress',
+    async () => {
+      const t = await reach('RUNNING');
+      const hold = gate();
+      t.engine.holdNext.set('pause', hold.promise);
+      const pausing = t.post('/api/v1/pause', {});
+      while (!t.engine.calls.includes('pause')) await settle();
+      const closed = t.machine.close();
+      const refused = await t.post('/api/v1/resume', {});
+      assert.equal(refused.status, 409);
+      assert.equal(refused.body.error, 'InvalidStateTransition');
+      assert.match(refused.body.errorDescription, /Ferry is shutting down/);
+      assert.equal((await t.progress()).state, 'RUNNING');
+      assert.ok(!t.engine.calls.includes('close'), 'the engine is not closed under a request in progress');
+      hold.open();
+      assert.deepEqual((await pausing).body, { success: true });
+      await closed;
+      assert.deepEqual(t.engine.calls.slice(-2), ['pause', 'close']);
+      assert.equal((await t.progress()).state, 'PAUSED');
+    },
+  );
 });
 
 describe('serialization', () => {

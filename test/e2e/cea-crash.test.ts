@@ -10,10 +10,10 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Document } from 'bson';
-import { METADATA_DATABASE } from '../../src/meta/names.js';
 import { RUN, useClusterPair } from './copy-fixtures.js';
 import { playOperations, sampleOperations, seed } from './cea-workload.js';
 import { startFerry, type FerryProcess } from './ferry-process.js';
+import { METADATA_DATABASE } from '../../src/domain/namespaces.js';
 
 const clusters = useClusterPair();
 /** Frequent checkpoints, so that a kill lands between two of them with events applied after the last. */
@@ -128,6 +128,8 @@ describe('crash safety', () => {
         .deleteOne({ _id: 'duplicate' } as Document);
       const done = await second.waitForProgress((p) => p.state === 'COMMITTED', 60_000);
       assert.equal(done.canWrite, true);
+      const failedTries = second.log().filter((line) => /could not finish yet/.test(String(line.message)));
+      assert.deepEqual(failedTries, [], 'the recovered commit took change-event application over at its first try');
     } finally {
       assert.equal(await second.stop(), 0);
     }

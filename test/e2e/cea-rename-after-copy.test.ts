@@ -11,9 +11,9 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Document } from 'bson';
-import type { NamespaceFilter } from '../../src/plan/namespaces.js';
 import { RUN, useClusterPair } from './copy-fixtures.js';
 import { startFerry } from './ferry-process.js';
+import type { NamespaceFilter } from '../../src/domain/start-request.js';
 
 const clusters = useClusterPair();
 let run = 0;

@@ -102,16 +102,27 @@ describe('change-event application with a random workload during and after the c
     assert.ok(caughtUp.totalEventsApplied > before, `${caughtUp.totalEventsApplied} > ${before}`);
     assert.deepEqual(caughtUp.lag, { overallLagSeconds: 0, crudLagSeconds: 0, ddlLagSeconds: 0 });
     assert.deepEqual(caughtUp.warnings, []);
+    // The same work, counted on /metrics.
+    const metrics = await (await fetch(`${ferry.base}/metrics`)).text();
+    const counter = (name: string) => Number(new RegExp(`^${name} (\\d+)$`, 'm').exec(metrics)?.[1]);
+    // Between two reads of progress (an event may still arrive: the counters never go back).
+    const after = (await ferry.progress()).totalEventsApplied as number;
+    const applied = counter('ferry_applied_events_total');
+    assert.ok(applied >= caughtUp.totalEventsApplied && applied <= after, `${caughtUp.totalEventsApplied} ≤ ${applied} ≤ ${after}`);
+    assert.ok(counter('ferry_copied_bytes_total') > 0 && counter('ferry_copied_documents_total') > 0, metrics);
   });
 
-  it('commits: COMMITTING then COMMITTED, writable, lag 0, and the destination equals the source with every characteristic restored', async () => {
-    const done = await commitAndWait(ferry);
-    assert.equal(done.canWrite, true);
-    assert.equal(done.info, 'commit completed');
-    assert.equal(done.lagTimeSeconds, 0);
-    assert.equal(done.canCommit, false);
-    await assertEqualToSource(DB);
-  });
+  it(
+    'commits: COMMITTING then COMMITTED, writable, lag 0, and the ' + 'destination equals the source with every characteristic restored',
+    async () => {
+      const done = await commitAndWait(ferry);
+      assert.equal(done.canWrite, true);
+      assert.equal(done.info, 'commit completed');
+      assert.equal(done.lagTimeSeconds, 0);
+      assert.equal(done.canCommit, false);
+      await assertEqualToSource(DB);
+    },
+  );
 
   it('applied nothing outside the filter', async () => {
     const names = (await clusters.destination.db(DB).listCollections({}, { nameOnly: true }).toArray()).map((c) => c.name);

@@ -15,10 +15,10 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Document } from 'bson';
 import { MongoClient, MongoServerError } from 'mongodb';
-import { METADATA_DATABASE } from '../../src/meta/names.js';
 import { spawnCluster, type ClusterHandle } from '../cluster/index.js';
 import { RUN } from './copy-fixtures.js';
 import { startFerry, type FerryProcess } from './ferry-process.js';
+import { METADATA_DATABASE } from '../../src/domain/namespaces.js';
 
 const USERS = [
   { user: 'ferry', password: 'ferry-pw', roles: ['root'] },

@@ -71,59 +71,65 @@ describe('commit', () => {
     assert.deepEqual(await differences(db), []);
   });
 
-  it('restores unique, TTL, hidden and capped characteristics; a refused unique conversion is reported by name and the commit finishes once fixed', async () => {
-    const db = `commit_restore_${RUN}`;
-    const source = clusters.source.db(db);
-    await source
-      .collection('people')
-      .insertMany(Array.from({ length: 50 }, (_, i) => ({ _id: i, email: `p${i}@example.com`, at: new Date(), legacy: i })) as Document[]);
-    await source
-      .collection('people')
-      .createIndexes([
-        { key: { email: 1 }, name: 'email_unique', unique: true },
-        { key: { at: 1 }, name: 'at_ttl', expireAfterSeconds: 30 * 86_400 },
-        { key: { legacy: 1 }, name: 'legacy_hidden', hidden: true },
-        { key: { legacy: -1 }, name: 'legacy_prepared', prepareUnique: true } as never,
-      ]);
-    await source.createCollection('log', { capped: true, size: 64 * 1024, max: 20 });
-    for (let i = 0; i < 10; i++) await source.collection('log').insertOne({ _id: i, line: `line ${i}` } as Document);
+  it(
+    'restores unique, TTL, hidden and capped characteristics; a refused ' +
+      'unique conversion is reported by name and the commit finishes once fixed',
+    async () => {
+      const db = `commit_restore_${RUN}`;
+      const source = clusters.source.db(db);
+      await source
+        .collection('people')
+        .insertMany(
+          Array.from({ length: 50 }, (_, i) => ({ _id: i, email: `p${i}@example.com`, at: new Date(), legacy: i })) as Document[],
+        );
+      await source
+        .collection('people')
+        .createIndexes([
+          { key: { email: 1 }, name: 'email_unique', unique: true },
+          { key: { at: 1 }, name: 'at_ttl', expireAfterSeconds: 30 * 86_400 },
+          { key: { legacy: 1 }, name: 'legacy_hidden', hidden: true },
+          { key: { legacy: -1 }, name: 'legacy_prepared', prepareUnique: true } as never,
+        ]);
+      await source.createCollection('log', { capped: true, size: 64 * 1024, max: 20 });
+      for (let i = 0; i < 10; i++) await source.collection('log').insertOne({ _id: i, line: `line ${i}` } as Document);
 
-    const ferry = await startFerry(
-      ['--cluster0', clusters.pair.cluster0, '--cluster1', clusters.pair.cluster1, '--id', `commit-restore-${RUN}`],
-      { FERRY_COMMIT_RETRY_INTERVAL_MS: '200' },
-    );
-    try {
-      assert.equal((await ferry.post('start', { source: 'cluster0', destination: 'cluster1', ...filterFor(db) })).status, 200);
-      await ferry.waitForProgress((p) => p.canCommit === true, 60_000);
-      const people = clusters.destination.db(db).collection('people');
-      const temporary = Object.fromEntries((await people.listIndexes().toArray()).map((index) => [index.name, index]));
-      assert.equal(temporary.email_unique.unique, undefined, 'non-unique during the sync');
-      assert.equal(temporary.at_ttl.expireAfterSeconds, 2147483647, 'TTL off during the sync');
-      assert.equal(temporary.legacy_hidden.hidden, undefined, 'visible during the sync');
+      const ferry = await startFerry(
+        ['--cluster0', clusters.pair.cluster0, '--cluster1', clusters.pair.cluster1, '--id', `commit-restore-${RUN}`],
+        { FERRY_COMMIT_RETRY_INTERVAL_MS: '200' },
+      );
+      try {
+        assert.equal((await ferry.post('start', { source: 'cluster0', destination: 'cluster1', ...filterFor(db) })).status, 200);
+        await ferry.waitForProgress((p) => p.canCommit === true, 60_000);
+        const people = clusters.destination.db(db).collection('people');
+        const temporary = Object.fromEntries((await people.listIndexes().toArray()).map((index) => [index.name, index]));
+        assert.equal(temporary.email_unique.unique, undefined, 'non-unique during the sync');
+        assert.equal(temporary.at_ttl.expireAfterSeconds, 2147483647, 'TTL off during the sync');
+        assert.equal(temporary.legacy_hidden.hidden, undefined, 'visible during the sync');
 
-      // Something wrote to the destination behind Ferry's back: a duplicate email.
-      await people.insertOne({ _id: 'intruder', email: 'p7@example.com' } as Document);
-      assert.equal((await ferry.post('commit', {})).status, 200);
-      const stuck = await ferry.waitForProgress((p) => p.warnings?.some((w: string) => w.includes('email_unique')), 60_000);
-      assert.equal(stuck.state, 'COMMITTING');
-      const warning = stuck.warnings.find((w: string) => w.includes('email_unique'));
-      assert.match(warning, /unique/);
-      assert.match(warning, new RegExp(`${db}\\.people`));
-      assert.match(warning, /CannotConvertIndexToUnique/);
-      await new Promise((resolve) => setTimeout(resolve, 600));
-      assert.equal((await ferry.progress()).state, 'COMMITTING', 'never committed with a characteristic missing');
+        // Something wrote to the destination behind Ferry's back: a duplicate email.
+        await people.insertOne({ _id: 'intruder', email: 'p7@example.com' } as Document);
+        assert.equal((await ferry.post('commit', {})).status, 200);
+        const stuck = await ferry.waitForProgress((p) => p.warnings?.some((w: string) => w.includes('email_unique')), 60_000);
+        assert.equal(stuck.state, 'COMMITTING');
+        const warning = stuck.warnings.find((w: string) => w.includes('email_unique'));
+        assert.match(warning, /unique/);
+        assert.match(warning, new RegExp(`${db}\\.people`));
+        assert.match(warning, /CannotConvertIndexToUnique/);
+        await new Promise((resolve) => setTimeout(resolve, 600));
+        assert.equal((await ferry.progress()).state, 'COMMITTING', 'never committed with a characteristic missing');
 
-      await people.deleteOne({ _id: 'intruder' } as Document);
-      const done = await ferry.waitForProgress((p) => p.state === 'COMMITTED', 60_000);
-      assert.deepEqual(done.warnings, []);
-    } finally {
-      assert.equal(await ferry.stop(), 0);
-    }
-    assert.deepEqual(await differences(db), []);
-    const log = (await clusters.destination.db(db).listCollections({ name: 'log' }, { nameOnly: false }).toArray()) as {
-      options?: Document;
-    }[];
-    assert.equal(log[0]!.options!.size, 64 * 1024);
-    assert.equal(Number(log[0]!.options!.max), 20);
-  });
+        await people.deleteOne({ _id: 'intruder' } as Document);
+        const done = await ferry.waitForProgress((p) => p.state === 'COMMITTED', 60_000);
+        assert.deepEqual(done.warnings, []);
+      } finally {
+        assert.equal(await ferry.stop(), 0);
+      }
+      assert.deepEqual(await differences(db), []);
+      const log = (await clusters.destination.db(db).listCollections({ name: 'log' }, { nameOnly: false }).toArray()) as {
+        options?: Document;
+      }[];
+      assert.equal(log[0]!.options!.size, 64 * 1024);
+      assert.equal(Number(log[0]!.options!.max), 20);
+    },
+  );
 });

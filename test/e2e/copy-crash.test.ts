@@ -12,9 +12,9 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Int32, type Document } from 'bson';
-import { METADATA_DATABASE } from '../../src/meta/names.js';
 import { insertDocuments, RUN, useClusterPair } from './copy-fixtures.js';
 import { copyFinished, startFerry } from './ferry-process.js';
+import { METADATA_DATABASE } from '../../src/domain/namespaces.js';
 
 // Slow and fine-grained on purpose: one partition at a time, small batches, frequent checkpoints.
 const FLAGS = ['--copyWorkers', '1', '--batchesInFlight', '1', '--batchBytes', '16384', '--partitionSizeMB', '1'];

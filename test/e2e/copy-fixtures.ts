@@ -9,10 +9,11 @@ import { Binary, Decimal128, Double, Int32, Long, MaxKey, MinKey, ObjectId, UUID
 import { after, before } from 'node:test';
 import { MongoClient, type Db, type InsertManyResult, type OptionalId } from 'mongodb';
 import { compareClusters, temporaryIndexForm, type ClusterDifference } from '../../scripts/lib/compare-clusters.js';
-import { METADATA_DATABASE } from '../../src/meta/names.js';
 import { temporaryCollectionOptions } from '../../src/plan/collection-options.js';
-import { createNamespaceSelector, type NamespaceFilter } from '../../src/plan/namespaces.js';
+import { createNamespaceSelector } from '../../src/plan/namespaces.js';
 import { startClusterPair, type ClusterPair } from '../helpers/clusters.js';
+import { METADATA_DATABASE } from '../../src/domain/namespaces.js';
+import type { NamespaceFilter } from '../../src/domain/start-request.js';
 
 /**
  * Inserts documents whose `_id`s are of any BSON type (the driver's typings only let an `_id`

@@ -11,11 +11,12 @@ import { readId } from '../../src/bson/index.js';
 import { Batcher, type RawBatch } from '../../src/copy/batcher.js';
 import { copyPartition, type CopyResources, type PartitionTask } from '../../src/copy/partition-copier.js';
 import { SharedCounters, StopFlag } from '../../src/copy/shared-state.js';
-import { createBatchWriter, type WritePath } from '../../src/copy/write-path.js';
+import { createBatchWriter } from '../../src/copy/write-path.js';
 import { packValue, unpackValue } from '../../src/meta/store.js';
-import { HistogramSet } from '../../src/metrics/index.js';
 import { planPartitions } from '../../src/plan/partitions.js';
 import { RUN, useClusterPair } from './copy-fixtures.js';
+import type { WritePath } from '../../src/config/settings.js';
+import { HistogramSet } from '../../src/metrics/histograms.js';
 
 const clusters = useClusterPair();
 const DB = `ferry_copier_${RUN}`;

@@ -11,7 +11,6 @@ import { readFileSync } from 'node:fs';
 import { Int32, type Document } from 'bson';
 import { MongoClient } from 'mongodb';
 import { generateDataset } from '../../scripts/generate.js';
-import { METADATA_DATABASE } from '../../src/meta/names.js';
 import { startClusterPair } from '../helpers/clusters.js';
 import {
   EDGE_DB,
@@ -24,6 +23,7 @@ import {
   writeEdgeCases,
 } from './copy-fixtures.js';
 import { copyFinished, startFerry, type FerryProcess } from './ferry-process.js';
+import { METADATA_DATABASE } from '../../src/domain/namespaces.js';
 
 const ID = `copy-e2e-${RUN}`;
 const COPY_FLAGS = ['--copyWorkers', '2', '--batchBytes', '65536', '--partitionSizeMB', '1'];

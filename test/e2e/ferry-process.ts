@@ -88,7 +88,7 @@ export async function startFerry(
       } catch (error) {
         // A refused connection from a process on its way out: say why it went, not that fetch failed.
         await Promise.race([exit, pause(2000)]);
-        if (exited) throw new Error(`ferry exited while waiting: ${stderr}`);
+        if (exited) throw new Error(`ferry exited while waiting: ${stderr}`, { cause: error });
         throw error;
       }
       if (done(last)) return last;

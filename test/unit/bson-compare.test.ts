@@ -33,26 +33,30 @@ function assertAscending(values: unknown[]): void {
 }
 
 describe('compareBsonValues: order across types', () => {
-  it('follows mongod: MinKey < undefined < null < numbers < strings < objects < arrays < binData < ObjectId < bool < date < timestamp < regex < code < code with scope < MaxKey', () => {
-    assertAscending([
-      new MinKey(),
-      undefined,
-      null,
-      new Int32(1_000_000),
-      'a',
-      {},
-      [],
-      new Binary(Buffer.alloc(0)),
-      new ObjectId('000000000000000000000000'),
-      false,
-      new Date(-1e12),
-      new Timestamp({ t: 0, i: 0 }),
-      new BSONRegExp('', ''),
-      new Code(''),
-      new Code('', {}),
-      new MaxKey(),
-    ]);
-  });
+  it(
+    'follows mongod: MinKey < undefined < null < numbers < strings < objects < arrays < ' +
+      'binData < ObjectId < bool < date < timestamp < regex < code < code with scope < MaxKey',
+    () => {
+      assertAscending([
+        new MinKey(),
+        undefined,
+        null,
+        new Int32(1_000_000),
+        'a',
+        {},
+        [],
+        new Binary(Buffer.alloc(0)),
+        new ObjectId('000000000000000000000000'),
+        false,
+        new Date(-1e12),
+        new Timestamp({ t: 0, i: 0 }),
+        new BSONRegExp('', ''),
+        new Code(''),
+        new Code('', {}),
+        new MaxKey(),
+      ]);
+    },
+  );
 
   it('treats symbols as strings and all numeric types as numbers', () => {
     assert.equal(cmp(new BSONSymbol('b'), 'b'), 0);

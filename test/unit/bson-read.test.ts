@@ -1,7 +1,8 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Binary, Double, Int32, Long, ObjectId, serialize, Timestamp } from 'bson';
-import { MissingBsonFieldError, readChangeEvent, readId, UnexpectedBsonTypeError } from '../../src/bson/index.js';
+import { readChangeEvent, readId } from '../../src/bson/index.js';
+import { MissingBsonField, UnexpectedBsonType } from '../../src/errors/errors.js';
 
 describe('readId', () => {
   it('returns _id with its BSON type kept', () => {
@@ -22,8 +23,8 @@ describe('readId', () => {
     assert.equal(readId(batch, first.length), 'two');
   });
 
-  it('throws MissingBsonFieldError when there is no top-level _id', () => {
-    assert.throws(() => readId(serialize({ c: { _id: 1 } })), MissingBsonFieldError);
+  it('throws MissingBsonField when there is no top-level _id', () => {
+    assert.throws(() => readId(serialize({ c: { _id: 1 } })), MissingBsonField);
   });
 });
 
@@ -74,9 +75,9 @@ describe('readChangeEvent', () => {
   });
 
   it('rejects events without _id or operationType, or with wrongly typed fields', () => {
-    assert.throws(() => readChangeEvent(serialize({ operationType: 'insert' })), MissingBsonFieldError);
+    assert.throws(() => readChangeEvent(serialize({ operationType: 'insert' })), MissingBsonField);
     assert.throws(() => readChangeEvent(serialize({ _id: token })), /operationType/);
-    assert.throws(() => readChangeEvent(serialize({ _id: token, operationType: 5 })), UnexpectedBsonTypeError);
+    assert.throws(() => readChangeEvent(serialize({ _id: token, operationType: 5 })), UnexpectedBsonType);
     assert.throws(
       () => readChangeEvent(serialize({ _id: token, operationType: 'insert', clusterTime: new Date() })),
       /clusterTime.*timestamp/,

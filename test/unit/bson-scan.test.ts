@@ -25,10 +25,10 @@ import {
   findElement,
   findElements,
   forEachElement,
-  MalformedBsonError,
   TYPE_FAITHFUL,
 } from '../../src/bson/index.js';
 import { bsonValue } from './bson-arbitraries.js';
+import { MalformedBson } from '../../src/errors/errors.js';
 
 /** A BSON element of a type `bson` cannot serialize from JavaScript: built byte by byte. */
 function rawElement(type: number, name: string, value: number[]): number[] {
@@ -168,7 +168,7 @@ describe('malformed BSON', () => {
     forEachElement(good, (element) => void names.push(elementName(good, element)));
     for (let length = 0; length < good.length; length++) {
       const cut = Buffer.from(good.subarray(0, length));
-      assert.throws(() => findElement(cut, 'zz'), MalformedBsonError, `truncated to ${length}`);
+      assert.throws(() => findElement(cut, 'zz'), MalformedBson, `truncated to ${length}`);
       if (length < 5) continue;
       cut.writeInt32LE(length, 0);
       cut[length - 1] = 0;
@@ -176,7 +176,7 @@ describe('malformed BSON', () => {
       try {
         forEachElement(cut, (element) => void seen.push(elementName(cut, element)));
       } catch (error) {
-        assert.ok(error instanceof MalformedBsonError, String(error));
+        assert.ok(error instanceof MalformedBson, String(error));
         continue;
       }
       assert.deepEqual(seen, names.slice(0, seen.length), `patched at ${length}`);
@@ -200,7 +200,7 @@ describe('malformed BSON', () => {
     noTerminator[noTerminator.length - 1] = 1;
     assert.throws(() => findElement(noTerminator, 'a'), /does not end with a zero byte/);
 
-    assert.throws(() => findElement(good, 'a', good.length - 2), MalformedBsonError);
+    assert.throws(() => findElement(good, 'a', good.length - 2), MalformedBson);
   });
 
   it('rejects an embedded document whose size runs past its parent', () => {
@@ -216,7 +216,7 @@ describe('malformed BSON', () => {
     const total = doc.readInt32LE(c.valueOffset);
     const bad = Buffer.from(doc);
     bad.writeInt32LE(total - 1, c.valueOffset);
-    assert.throws(() => findElement(bad, 'z'), MalformedBsonError);
+    assert.throws(() => findElement(bad, 'z'), MalformedBson);
   });
 
   it('rejects an invalid boolean byte and invalid UTF-8 when decoding', () => {
@@ -229,7 +229,7 @@ describe('malformed BSON', () => {
     assert.throws(() => decodeValue(doc, s), /invalid UTF-8/);
   });
 
-  it('never throws anything but MalformedBsonError on corrupted bytes', () => {
+  it('never throws anything but MalformedBson on corrupted bytes', () => {
     fc.assert(
       fc.property(
         fc.array(fc.tuple(fc.nat({ max: good.length - 1 }), fc.nat({ max: 255 })), {
@@ -251,7 +251,7 @@ describe('malformed BSON', () => {
               2,
             );
           } catch (error) {
-            assert.ok(error instanceof MalformedBsonError, String(error));
+            assert.ok(error instanceof MalformedBson, String(error));
           }
         },
       ),

@@ -10,10 +10,11 @@ import { Int32, Long, type Document } from 'bson';
 import type { MongoClient } from 'mongodb';
 import { DdlApplier } from '../../src/cea/ddl.js';
 import type { Logger } from '../../src/log/logger.js';
-import { namespaceOf, type NamespaceRecord, type NamespaceRecords } from '../../src/meta/namespaces.js';
+import { type NamespaceRecord, type NamespaceRecords } from '../../src/meta/namespaces.js';
 import type { NamespaceSelector } from '../../src/plan/namespaces.js';
-import { namespaceRecord } from '../../src/sync/initial-copy.js';
 import { START_REQUEST } from '../api/app.js';
+import { namespaceOf } from '../../src/domain/namespaces.js';
+import { namespaceRecord } from '../../src/plan/catalog.js';
 
 const request = START_REQUEST;
 

@@ -3,9 +3,9 @@ import assert from 'node:assert/strict';
 import { Long, serialize, Timestamp, type Document } from 'bson';
 import { MongoNetworkError, MongoServerError, type MongoClient } from 'mongodb';
 import { ChangeStreamReader } from '../../src/cea/change-stream-reader.js';
-import { ChangeStreamHistoryLost } from '../../src/cea/errors.js';
 import { pino } from 'pino';
 import type { Logger } from '../../src/log/logger.js';
+import { ChangeStreamHistoryLost } from '../../src/errors/errors.js';
 
 const logger = pino({ level: 'silent' }) as unknown as Logger;
 

@@ -4,13 +4,9 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Document } from 'bson';
 import type { MongoClient } from 'mongodb';
-import { pino } from 'pino';
-import type { StartRequest } from '../../src/api/start-request.js';
-import { CommitProcess } from '../../src/commit/commit.js';
-import type { Logger } from '../../src/log/logger.js';
-import { MetadataStore } from '../../src/meta/store.js';
-
-const logger = pino({ level: 'silent' }) as unknown as Logger;
+import { Commit } from '../../src/commit/commit.js';
+import { commitContext } from '../helpers/phase-context.js';
+import type { StartRequest } from '../../src/domain/start-request.js';
 
 /** A source recording its admin commands; `appendOplogNote` fails. */
 function failingSource(commands: Document[]): MongoClient {
@@ -34,7 +30,7 @@ describe('beginning a commit', () => {
       destination: 'cluster1',
       enableUserWriteBlocking: 'sourceAndDestination',
     } as unknown as StartRequest;
-    const commit = new CommitProcess({ source, destination, store: new MetadataStore(destination, 'test'), request, logger });
+    const commit = new Commit(commitContext(source, destination, request));
     await assert.rejects(commit.begin(), /not primary/);
     const blocking = commands.filter((c) => 'setUserWriteBlockMode' in c).map((c) => c.global);
     assert.deepEqual(blocking, [true, false], 'blocked for the commit, then unblocked when it did not begin');

@@ -4,8 +4,8 @@ import { Int32, Long } from 'bson';
 import type { Document } from 'bson';
 import type { MongoClient } from 'mongodb';
 import { cappedSteps, collectionTtlSteps, describeFailure, indexSteps, planRestore, runRestore } from '../../src/commit/restore.js';
-import { namespaceRecord } from '../../src/sync/initial-copy.js';
 import { temporaryIndex } from '../../src/plan/indexes.js';
+import { namespaceRecord } from '../../src/plan/catalog.js';
 
 const ns = { db: 'shop', coll: 'orders' };
 

@@ -1,15 +1,15 @@
 /**
  * Options: defaults, the loadLevel table, explicit overrides, the YAML file under flags, and a
- * one-line ConfigError naming the option for every bad value — never echoing a password.
+ * one-line InvalidConfiguration naming the option for every bad value — never echoing a password.
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { ConfigError } from '../../src/config/errors.js';
-import { DEFAULTS, LOAD_LEVELS } from '../../src/config/options.js';
+import { loadProfile, OPTIONS } from '../../src/config/options.js';
 import { resolveOptions } from '../../src/config/resolve.js';
+import { InvalidConfiguration } from '../../src/errors/errors.js';
 
 const URIS = { cluster0: 'mongodb://u:pw0@a.example:27017/?replicaSet=rs0', cluster1: 'mongodb+srv://u:pw1@b.example.net/' };
 const dir = mkdtempSync(join(tmpdir(), 'ferry-config-'));
@@ -22,9 +22,9 @@ function configFile(text: string): string {
 
 function refusal(flags: Record<string, unknown>): string {
   try {
-    resolveOptions(flags);
+    resolveOptions(flags, {});
   } catch (error) {
-    assert.ok(error instanceof ConfigError, `expected a ConfigError, got ${String(error)}`);
+    assert.ok(error instanceof InvalidConfiguration, `expected a InvalidConfiguration, got ${String(error)}`);
     assert.doesNotMatch(error.message, /\n/, 'one line');
     assert.doesNotMatch(error.message, /pw0|pw1|hunter2/, 'no password');
     return error.message;
@@ -40,7 +40,7 @@ describe('defaults and derived figures', () => {
     assert.equal(options.bindAddress, '127.0.0.1');
     assert.equal(options.loadLevel, 3);
     assert.equal(options.verbosity, 'INFO');
-    assert.equal(options.partitionSizeMB, DEFAULTS.partitionSizeMB);
+    assert.equal(options.partitionSizeMB, OPTIONS.partitionSizeMB.default);
     assert.equal(options.disableVerification, false);
     assert.equal(options.logPath, undefined);
     assert.deepEqual(
@@ -50,26 +50,26 @@ describe('defaults and derived figures', () => {
         applyLanes: options.applyLanes,
         batchBytes: options.batchBytes,
       },
-      LOAD_LEVELS[3],
+      loadProfile(3),
     );
   });
 
   it('each load level pushes at least as hard as the one below', () => {
     for (const level of [2, 3, 4] as const) {
-      const lower = LOAD_LEVELS[(level - 1) as 1 | 2 | 3];
-      for (const [key, value] of Object.entries(LOAD_LEVELS[level])) {
+      const lower = loadProfile((level - 1) as 1 | 2 | 3);
+      for (const [key, value] of Object.entries(loadProfile(level))) {
         assert.ok(value >= lower[key as keyof typeof lower], `${key} at level ${level}`);
       }
     }
-    assert.deepEqual(resolveOptions({ ...URIS, loadLevel: '1' }).copyWorkers, LOAD_LEVELS[1].copyWorkers);
+    assert.deepEqual(resolveOptions({ ...URIS, loadLevel: '1' }).copyWorkers, loadProfile(1).copyWorkers);
   });
 
   it('explicit figures override the load level, the others still come from it', () => {
     const options = resolveOptions({ ...URIS, loadLevel: '4', copyWorkers: '3', batchBytes: '65536' });
     assert.equal(options.copyWorkers, 3);
     assert.equal(options.batchBytes, 65536);
-    assert.equal(options.applyLanes, LOAD_LEVELS[4].applyLanes);
-    assert.equal(options.batchesInFlight, LOAD_LEVELS[4].batchesInFlight);
+    assert.equal(options.applyLanes, loadProfile(4).applyLanes);
+    assert.equal(options.batchesInFlight, loadProfile(4).batchesInFlight);
   });
 
   it('knows the clusters by their first host, or the SRV name', () => {
@@ -89,14 +89,15 @@ describe('defaults and derived figures', () => {
 describe('config file', () => {
   it('supplies any option; flags win over it', () => {
     const path = configFile(
-      `cluster0: "${URIS.cluster0}"\ncluster1: "${URIS.cluster1}"\nport: 28000\nid: shard-a\nloadLevel: 1\napplyLanes: 5\nverbosity: WARN\ndisableVerification: true\n`,
+      `cluster0: "${URIS.cluster0}"\ncluster1: "${URIS.cluster1}"\nport: 28000\nid: ` +
+        `shard-a\nloadLevel: 1\napplyLanes: 5\nverbosity: WARN\ndisableVerification: true\n`,
     );
     const options = resolveOptions({ config: path, port: '29000' });
     assert.equal(options.port, 29000, 'the flag wins');
     assert.equal(options.id, 'shard-a');
     assert.equal(options.loadLevel, 1);
     assert.equal(options.applyLanes, 5);
-    assert.equal(options.copyWorkers, LOAD_LEVELS[1].copyWorkers);
+    assert.equal(options.copyWorkers, loadProfile(1).copyWorkers);
     assert.equal(options.verbosity, 'WARN');
     assert.equal(options.disableVerification, true);
     assert.equal(options.config, path);

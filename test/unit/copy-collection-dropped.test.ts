@@ -7,8 +7,8 @@ import assert from 'node:assert/strict';
 import type { Document } from 'bson';
 import { MongoServerError, type MongoClient } from 'mongodb';
 import { copyPartition } from '../../src/copy/partition-copier.js';
-import { isTransientError } from '../../src/copy/transient.js';
 import { copyResources, fakeSource, partitionTask, recordingDestination } from './copy-fakes.js';
+import { isTransient } from '../../src/cluster/errors.js';
 
 const REPLY_DOCUMENTS = 40;
 
@@ -33,8 +33,8 @@ function droppingSource(ids: number[], finds: Document[]): MongoClient {
 
 describe('a partition copy whose collection is dropped or renamed under its cursor', () => {
   it('counts QueryPlanKilled as transient', () => {
-    assert.equal(isTransientError(queryPlanKilled("collection renamed from 'db.a' to 'db.b'. UUID x")), true);
-    assert.equal(isTransientError({ code: 175 }), true);
+    assert.equal(isTransient(queryPlanKilled("collection renamed from 'db.a' to 'db.b'. UUID x")), true);
+    assert.equal(isTransient({ code: 175 }), true);
   });
 
   for (const order of ['id', 'natural'] as const) {

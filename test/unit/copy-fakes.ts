@@ -6,7 +6,7 @@ import type { MongoClient } from 'mongodb';
 import type { CopyResources, PartitionTask } from '../../src/copy/partition-copier.js';
 import { SharedCounters, StopFlag } from '../../src/copy/shared-state.js';
 import { packValue } from '../../src/meta/store.js';
-import { HistogramSet } from '../../src/metrics/index.js';
+import { HistogramSet } from '../../src/metrics/histograms.js';
 
 export interface FakeSourceOptions {
   /** The `_id`s a `find` returns, in reply order. */

@@ -3,11 +3,12 @@ import assert from 'node:assert/strict';
 import { pino } from 'pino';
 import type { PartitionOutcome, PartitionTask } from '../../src/copy/partition-copier.js';
 import { copyThreads, type CopyPool } from '../../src/copy/pool.js';
-import { CopyScheduler, PartitionCopyFailed } from '../../src/copy/scheduler.js';
+import { CopyScheduler } from '../../src/copy/scheduler.js';
 import { StopFlag } from '../../src/copy/shared-state.js';
 import type { Logger } from '../../src/log/logger.js';
 import type { PartitionRow, PartitionTable } from '../../src/meta/partitions.js';
-import { HistogramSet } from '../../src/metrics/index.js';
+import { PartitionCopyFailed } from '../../src/errors/errors.js';
+import { HistogramSet } from '../../src/metrics/histograms.js';
 
 const logger = pino({ level: 'silent' }) as unknown as Logger;
 const settings = { batchBytes: 1024, batchesInFlight: 1, checkpointIntervalMs: 0, writePath: 'raw' as const };

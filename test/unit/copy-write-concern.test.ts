@@ -8,7 +8,8 @@ import { serialize, type Document } from 'bson';
 import { createRequire } from 'node:module';
 import { MongoBulkWriteError, MongoNetworkError, type BulkWriteResult, type Db } from 'mongodb';
 import { Batcher, type RawBatch } from '../../src/copy/batcher.js';
-import { CopyWriteError, createBatchWriter } from '../../src/copy/write-path.js';
+import { createBatchWriter } from '../../src/copy/write-path.js';
+import { CopyWriteRefused } from '../../src/errors/errors.js';
 
 // The driver's own result and error classes (not exported as values by the package).
 type Ctor = new (...args: never[]) => unknown;
@@ -74,7 +75,7 @@ describe('decode write path: write concern failures', () => {
     assert.deepEqual(error.writeErrors, []);
     await assert.rejects(
       writerFailingWith(error).write(batch()),
-      (e: unknown) => e instanceof CopyWriteError && e.code === 64 && /write concern/.test(e.message),
+      (e: unknown) => e instanceof CopyWriteRefused && e.serverCode === 64 && /write concern/.test(e.message),
     );
   });
 
@@ -84,7 +85,7 @@ describe('decode write path: write concern failures', () => {
       { message: 'E11000 duplicate key error', code: 11000, writeErrors: result.getWriteErrors() },
       result,
     );
-    await assert.rejects(writerFailingWith(error).write(batch()), (e: unknown) => e instanceof CopyWriteError && e.code === 64);
+    await assert.rejects(writerFailingWith(error).write(batch()), (e: unknown) => e instanceof CopyWriteRefused && e.serverCode === 64);
   });
 
   it('fails a batch whose only error is a write concern error (err)', async () => {
@@ -92,7 +93,7 @@ describe('decode write path: write concern failures', () => {
       make('WriteConcernError', WRITE_CONCERN_FAILED) as never,
       bulkResult({ inserted: DOCUMENTS, writeConcernErrors: [WRITE_CONCERN_FAILED] }),
     );
-    await assert.rejects(writerFailingWith(error).write(batch()), (e: unknown) => e instanceof CopyWriteError && e.code === 64);
+    await assert.rejects(writerFailingWith(error).write(batch()), (e: unknown) => e instanceof CopyWriteRefused && e.serverCode === 64);
   });
 
   it('does not report a failed insert with no write errors as written', async () => {

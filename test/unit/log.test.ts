@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { createLogger, LOG_FILE_NAME } from '../../src/log/logger.js';
-import { redactUris } from '../../src/log/redact.js';
+import { redactUris } from '../../src/domain/credentials.js';
 
 function lines(path: string): Record<string, unknown>[] {
   return readFileSync(path, 'utf8')
@@ -96,12 +96,12 @@ describe('createLogger', () => {
     );
   });
 
-  it('a log path that cannot be a directory is a ConfigError', () => {
+  it('a log path that cannot be a directory is a InvalidConfiguration', () => {
     const dir = mkdtempSync(join(tmpdir(), 'ferry-log-'));
     const log = createLogger({ id: 'x', verbosity: 'INFO', logPath: dir });
     log.logger.info('x');
     assert.throws(() => createLogger({ id: 'x', verbosity: 'INFO', logPath: log.target }), {
-      name: 'ConfigError',
+      name: 'InvalidConfiguration',
       message: /--logPath .* cannot be used/,
     });
   });

@@ -1,13 +1,10 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import {
-  compileRegexFilter,
-  createNamespaceSelector,
-  InvalidNamespaceFilterError,
-  type NamespaceFilter,
-} from '../../src/plan/namespaces.js';
-import { METADATA_DATABASE } from '../../src/meta/names.js';
+import { compileRegexFilter, createNamespaceSelector } from '../../src/plan/namespaces.js';
+import type { NamespaceFilter } from '../../src/domain/start-request.js';
+import { METADATA_DATABASE } from '../../src/domain/namespaces.js';
+import { InvalidNamespaceFilter } from '../../src/errors/errors.js';
 
 describe('namespace selection: what is never synced', () => {
   const everything = createNamespaceSelector();
@@ -167,7 +164,7 @@ describe('namespace filter regular expressions', () => {
   it('rejects unknown options, invalid patterns and entries without a database, naming the field', () => {
     assert.throws(
       () => createNamespaceSelector([{ database: 'a', collectionsRegex: { pattern: 'x', options: 'g' } }]),
-      (e: unknown) => e instanceof InvalidNamespaceFilterError && /includeNamespaces\[0\]\.collectionsRegex\.options/.test(e.message),
+      (e: unknown) => e instanceof InvalidNamespaceFilter && /includeNamespaces\[0\]\.collectionsRegex\.options/.test(e.message),
     );
     assert.throws(
       () => createNamespaceSelector(undefined, [{ databaseRegex: { pattern: '(' } }]),

@@ -4,7 +4,6 @@ import fc from 'fast-check';
 import { Binary, Decimal128, Double, EJSON, Int32, Long, MaxKey, MinKey, ObjectId, Timestamp, UUID } from 'bson';
 import { compareBsonValues } from '../../src/bson/index.js';
 import {
-  InvalidPartitionRequestError,
   partitionContains,
   partitionFindOptions,
   planPartitions,
@@ -12,6 +11,7 @@ import {
   type PartitionPlan,
 } from '../../src/plan/partitions.js';
 import { idValue } from './bson-arbitraries.js';
+import { InvalidPartitionRequest } from '../../src/errors/errors.js';
 
 const MB = 1024 * 1024;
 
@@ -225,7 +225,7 @@ describe('partition reads', () => {
   });
 
   it('rejects nonsense statistics and targets', () => {
-    assert.throws(() => wantedPartitions({ count: -1, size: 0 }, { partitionBytes: 1 }), InvalidPartitionRequestError);
+    assert.throws(() => wantedPartitions({ count: -1, size: 0 }, { partitionBytes: 1 }), InvalidPartitionRequest);
     assert.throws(() => planPartitions({ count: 1, size: NaN }, [], { partitionBytes: 1 }), /size/);
     assert.throws(() => planPartitions({ count: 1, size: 1 }, [], { partitionBytes: 0 }), /partitionBytes/);
   });

@@ -1,7 +1,8 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Int32, Long } from 'bson';
-import { createPlan, MAX_CAPPED_SIZE_BYTES, temporaryCollectionOptions } from '../../src/plan/collection-options.js';
+import { createPlan, temporaryCollectionOptions } from '../../src/plan/collection-options.js';
+import { MAX_CAPPED_SIZE_BYTES } from '../../src/domain/constants.js';
 
 describe('destination collection options', () => {
   it('creates a capped collection at the largest size mongod allows, without a document limit, and records the original', () => {

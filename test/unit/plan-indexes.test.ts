@@ -1,8 +1,10 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Int32 } from 'bson';
-import { indexBuildTime, indexesToBuild, isHashedIndex, TEMPORARY_TTL_SECONDS, temporaryIndex } from '../../src/plan/indexes.js';
-import { BUILD_INDEXES } from '../../src/api/start-request.js';
+import { indexesToBuild, isHashedIndex, temporaryIndex } from '../../src/plan/indexes.js';
+import { indexBuildTime } from '../../src/domain/catalog.js';
+import { TEMPORARY_TTL_SECONDS } from '../../src/domain/constants.js';
+import { BUILD_INDEXES } from '../../src/domain/start-request.js';
 
 const SOURCE_INDEXES = [
   { v: 2, key: { _id: 1 }, name: '_id_' },

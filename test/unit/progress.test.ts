@@ -5,23 +5,23 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { parseClusterUri } from '../../src/config/clusters.js';
-import type { EngineSnapshot } from '../../src/state/engine.js';
 import { buildProgress } from '../../src/state/progress.js';
-import type { State } from '../../src/state/states.js';
 import { START_REQUEST as request } from '../api/app.js';
+import type { SyncSnapshot } from '../../src/domain/sync-control.js';
+import type { State } from '../../src/domain/states.js';
 
 const clusters = {
   cluster0: parseClusterUri('cluster0', 'mongodb://u:p@a.example:1/?replicaSet=rs0'),
   cluster1: parseClusterUri('cluster1', 'mongodb+srv://u:p@b.example.net/'),
 };
-const quiet: EngineSnapshot = { info: 'collection copy', eventsApplied: 0, readyToCommit: false, warnings: [] };
+const quiet: SyncSnapshot = { info: 'collection copy', eventsApplied: 0, readyToCommit: false, warnings: [] };
 
-function progress(state: State, snapshot: Partial<EngineSnapshot> = {}, warnings: string[] = []) {
+function progress(state: State, snapshot: Partial<SyncSnapshot> = {}, warnings: string[] = []) {
   return buildProgress({ state, request, clusters, id: 'i', snapshot: { ...quiet, ...snapshot }, warnings });
 }
 
 describe('collectionCopy', () => {
-  const cases: [string, Partial<EngineSnapshot>, { estimatedTotalBytes: number; estimatedCopiedBytes: number }][] = [
+  const cases: [string, Partial<SyncSnapshot>, { estimatedTotalBytes: number; estimatedCopiedBytes: number }][] = [
     ['no estimate yet: 0 of 1', {}, { estimatedTotalBytes: 1, estimatedCopiedBytes: 0 }],
     [
       'nothing to copy (empty collections only): 1 of 1, 100%',

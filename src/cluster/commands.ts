@@ -1,0 +1,181 @@
+/**
+ * The commands Ferry issues to a cluster, each with its reply checked and typed: the time of an
+ * oplog note, write blocking and the privileges it needs, `hello`, the catalog (databases,
+ * collections, indexes), and the DDL Ferry applies to the destination (create, indexes, `collMod`,
+ * drop, rename). Every write waits for a majority (concerns.ts); every catalog read is
+ * type-faithful (an Int32 in a validator or key pattern stays an Int32).
+ */
+import type { Binary, Document, Timestamp } from 'bson';
+import type { Db, MongoClient } from 'mongodb';
+import { TYPE_FAITHFUL } from '../bson/index.js';
+import { nameCluster } from '../domain/clusters.js';
+import { namespaceOf, type Namespace } from '../domain/namespaces.js';
+import { WRITE_BLOCKING_PRIVILEGES } from '../domain/start-request.js';
+import { OperationTimeMissing } from '../errors/errors.js';
+import { MAJORITY } from './concerns.js';
+import type { Cluster } from './connect.js';
+import { isIndexNotFound, isNamespaceNotFound } from './errors.js';
+
+/**
+ * Writes a no-op entry in the source's oplog (`appendOplogNote`) and returns its time, the reply's
+ * `operationTime`: every write acknowledged before it is before that time. `purpose` says which
+ * point it is (`the start time`, `the commit point`...); it is written into the note. A reply
+ * without the time (a standalone server) is OperationTimeMissing.
+ */
+export async function appendOplogNote(cluster: Cluster, purpose: string, instance: string): Promise<Timestamp> {
+  const reply = await cluster.client.db('admin').command({ appendOplogNote: 1, data: { ferry: purpose, instance } });
+  const time = reply.operationTime as Timestamp | undefined;
+  if (reply.ok !== 1 || time?._bsontype !== 'Timestamp') {
+    throw new OperationTimeMissing({ cluster: nameCluster(cluster.endpoint), purpose });
+  }
+  return time;
+}
+
+/** Turns user write blocking on or off on a whole cluster (`setUserWriteBlockMode`, MongoDB 6.0+). Idempotent. */
+export async function setUserWriteBlocking(client: MongoClient, on: boolean): Promise<void> {
+  await client.db('admin').command({ setUserWriteBlockMode: 1, global: on, writeConcern: MAJORITY });
+}
+
+interface Privilege {
+  resource?: { cluster?: boolean };
+  actions?: string[];
+}
+
+/**
+ * The privileges write blocking needs that the connection's user lacks (none when the cluster
+ * runs without access control, where every client bypasses). Needs `connectionStatus`, which
+ * every authenticated user may run.
+ */
+export async function missingWriteBlockingPrivileges(client: MongoClient): Promise<string[]> {
+  const status = await client.db('admin').command({ connectionStatus: 1, showPrivileges: true });
+  const info = (status.authInfo ?? {}) as { authenticatedUsers?: unknown[]; authenticatedUserPrivileges?: Privilege[] };
+  if ((info.authenticatedUsers ?? []).length === 0) return [];
+  const clusterActions = new Set(
+    (info.authenticatedUserPrivileges ?? []).filter((p) => p.resource?.cluster === true).flatMap((p) => p.actions ?? []),
+  );
+  return WRITE_BLOCKING_PRIVILEGES.filter((action) => !clusterActions.has(action));
+}
+
+/** What Ferry reads of a `hello` reply. */
+export interface HelloReply {
+  /** `isdbgrid` from a mongos. */
+  msg?: string;
+  /** The replica set's name, from a member. */
+  setName?: string;
+  maxMessageSizeBytes?: number;
+  maxWriteBatchSize?: number;
+}
+
+export type Topology = 'replicaSet' | 'sharded' | 'standalone';
+
+export async function hello(client: MongoClient): Promise<HelloReply> {
+  const reply = await client.db('admin').command({ hello: 1 });
+  const typed: HelloReply = {};
+  if (typeof reply.msg === 'string') typed.msg = reply.msg;
+  if (typeof reply.setName === 'string') typed.setName = reply.setName;
+  if (typeof reply.maxMessageSizeBytes === 'number') typed.maxMessageSizeBytes = reply.maxMessageSizeBytes;
+  if (typeof reply.maxWriteBatchSize === 'number') typed.maxWriteBatchSize = reply.maxWriteBatchSize;
+  return typed;
+}
+
+/** The kind of cluster a `hello` reply comes from: `msg: "isdbgrid"` is a mongos, `setName` a replica set member. */
+export function topologyOf(reply: HelloReply): Topology {
+  if (reply.msg === 'isdbgrid') return 'sharded';
+  if (typeof reply.setName === 'string') return 'replicaSet';
+  return 'standalone';
+}
+
+/** Names of the cluster's databases. */
+export async function listDatabaseNames(client: MongoClient): Promise<string[]> {
+  const { databases } = await client.db('admin').command({ listDatabases: 1, nameOnly: true });
+  return (databases as { name: string }[]).map((d) => d.name);
+}
+
+/** One `listCollections` entry. */
+export interface CollectionEntry {
+  name: string;
+  /** `collection`, `view` or `timeseries`. */
+  type: string;
+  options: Document;
+  /** The collection's UUID (`info.uuid`; absent for views). */
+  uuid?: Binary;
+}
+
+/** `listCollections` of a database (all, or the one named `name`), type-faithful, in the server's order. */
+export async function listCollectionEntries(db: Db, name?: string): Promise<CollectionEntry[]> {
+  const entries = await db.listCollections(name === undefined ? {} : { name }, { nameOnly: false, ...TYPE_FAITHFUL }).toArray();
+  return entries.map((entry) => {
+    const raw = entry as { name: string; type?: string; options?: Document; info?: { uuid?: Binary } };
+    const typed: CollectionEntry = { name: raw.name, type: raw.type ?? 'collection', options: raw.options ?? {} };
+    if (raw.info?.uuid !== undefined) typed.uuid = raw.info.uuid;
+    return typed;
+  });
+}
+
+/** The `listCollections` entry of one namespace, or undefined when there is none. */
+export async function collectionEntry(client: MongoClient, ns: Namespace): Promise<CollectionEntry | undefined> {
+  const [entry] = await listCollectionEntries(client.db(ns.db), ns.coll);
+  return entry;
+}
+
+/** Whether the namespace exists (a collection or a view). */
+export async function namespaceExists(client: MongoClient, ns: Namespace): Promise<boolean> {
+  const found = await client.db(ns.db).listCollections({ name: ns.coll }, { nameOnly: true }).toArray();
+  return found.length > 0;
+}
+
+/** `listIndexes` of a collection, type-faithful; undefined when the collection does not exist (any more). */
+export async function listIndexSpecs(client: MongoClient, ns: Namespace): Promise<Document[] | undefined> {
+  try {
+    return await client.db(ns.db).collection(ns.coll).listIndexes(TYPE_FAITHFUL).toArray();
+  } catch (error) {
+    if (isNamespaceNotFound(error)) return undefined;
+    throw error;
+  }
+}
+
+/** Creates a collection or view (`create` with the given options). */
+export async function createNamespace(client: MongoClient, ns: Namespace, options: Document): Promise<void> {
+  await client.db(ns.db).command({ create: ns.coll, ...options, writeConcern: MAJORITY });
+}
+
+/** Builds indexes (one `createIndexes`); indexes that already exist as given are a no-op. */
+export async function createIndexes(client: MongoClient, ns: Namespace, specs: readonly Document[]): Promise<void> {
+  await client.db(ns.db).command({ createIndexes: ns.coll, indexes: specs, writeConcern: MAJORITY });
+}
+
+/** Drops one index; one that is not there (or a collection that is not) is fine. */
+export async function dropIndex(client: MongoClient, ns: Namespace, name: string): Promise<void> {
+  try {
+    await client.db(ns.db).command({ dropIndexes: ns.coll, index: name, writeConcern: MAJORITY });
+  } catch (error) {
+    if (!isIndexNotFound(error) && !isNamespaceNotFound(error)) throw error;
+  }
+}
+
+/** Drops a collection or view; one that is not there is fine. */
+export async function dropNamespace(client: MongoClient, ns: Namespace): Promise<void> {
+  try {
+    await client.db(ns.db).command({ drop: ns.coll, writeConcern: MAJORITY });
+  } catch (error) {
+    if (!isNamespaceNotFound(error)) throw error;
+  }
+}
+
+/** Renames `from` to `to` (replacing `to`); false when `from` is not there. */
+export async function renameNamespace(client: MongoClient, from: Namespace, to: Namespace): Promise<boolean> {
+  try {
+    await client
+      .db('admin')
+      .command({ renameCollection: namespaceOf(from), to: namespaceOf(to), dropTarget: true, writeConcern: MAJORITY });
+    return true;
+  } catch (error) {
+    if (isNamespaceNotFound(error)) return false;
+    throw error;
+  }
+}
+
+/** Changes a collection's options or one of its indexes (`collMod` with `change`). */
+export async function collMod(client: MongoClient, ns: Namespace, change: Document): Promise<void> {
+  await client.db(ns.db).command({ collMod: ns.coll, ...change, writeConcern: MAJORITY });
+}

@@ -1,0 +1,91 @@
+/**
+ * What each phase gets from the options (options.ts): the figures it runs with, in its own terms.
+ * Derived once at startup, so a phase never reads an option or the environment itself; a later
+ * live re-tune (options marked `live`) derives them again and hands them over.
+ *
+ * Memory of the copy stays bounded by these, whatever the data size: each of `copyWorkers`
+ * partitions holds at most `batchesInFlight` batches being written (each a buffer of at most
+ * `batchBytes`, or one document up to 16 MiB, plus its framed message while sent), the batch being
+ * filled, and one read reply (at most 16 MiB). Change-event application holds at most
+ * `maxPendingBytes` of events queued or in flight, plus the change-stream reply being routed.
+ */
+import { MAX_BSON_OBJECT_BYTES } from '../domain/constants.js';
+import type { FerryOptions } from './options.js';
+
+export type WritePath = 'raw' | 'decode';
+
+/** How partitions are copied (the same for every partition of a sync; it crosses to worker threads). */
+export interface CopySettings {
+  /** Largest write batch in bytes (`--batchBytes`). */
+  batchBytes: number;
+  /** Write batches in flight per partition while reading continues (`--batchesInFlight`). */
+  batchesInFlight: number;
+  /** Least time between two checkpoints of a partition, in ms (`FERRY_CHECKPOINT_INTERVAL_MS`). */
+  checkpointIntervalMs: number;
+  /** `raw` or `decode` (`FERRY_COPY_WRITE_PATH`); see src/copy/write-path.ts. */
+  writePath: WritePath;
+}
+
+/** How change-event application runs. */
+export interface CeaSettings {
+  /** Lanes applying at once (`--applyLanes`). */
+  applyLanes: number;
+  /** Most events in one lane batch (PCSM's bulk limit). */
+  maxBatchEvents: number;
+  /** Most bytes of events in one lane batch: `--batchBytes`, at most 16 MiB. */
+  maxBatchBytes: number;
+  /** Bytes of events queued or in flight before reading waits: 4 batches' worth. */
+  maxPendingBytes: number;
+  /** Events per change-stream reply at most. */
+  readBatchSize: number;
+  /** How long a `getMore` waits for new events. */
+  maxAwaitMs: number;
+  /** Least time between two resume-token checkpoints (`FERRY_CEA_CHECKPOINT_INTERVAL_MS`). */
+  checkpointIntervalMs: number;
+}
+
+export interface SyncSettings {
+  /** Partitions copied at once (`--copyWorkers`). */
+  copyWorkers: number;
+  /** Target partition size in bytes (`--partitionSizeMB`). */
+  partitionBytes: number;
+  /** Floor of each worker thread's V8 old generation in MB (`FERRY_WORKER_HEAP_MB`; 0 keeps V8's default). */
+  workerHeapMB: number;
+  copy: CopySettings;
+  cea: CeaSettings;
+  commit: {
+    /** How long a commit waiting on a refused restore or a cluster error waits before trying again (`FERRY_COMMIT_RETRY_INTERVAL_MS`). */
+    retryIntervalMs: number;
+  };
+}
+
+/** Collections whose indexes are built at once (one `createIndexes` each). */
+export const INDEX_BUILD_PARALLELISM = 2;
+
+/** Collections measured and sampled at once while planning. */
+export const PLANNING_PARALLELISM = 4;
+
+export function syncSettings(options: FerryOptions): SyncSettings {
+  const maxBatchBytes = Math.min(options.batchBytes, MAX_BSON_OBJECT_BYTES);
+  return {
+    copyWorkers: options.copyWorkers,
+    partitionBytes: options.partitionSizeMB * 1024 * 1024,
+    workerHeapMB: options.workerHeapMB,
+    copy: {
+      batchBytes: options.batchBytes,
+      batchesInFlight: options.batchesInFlight,
+      checkpointIntervalMs: options.copyCheckpointIntervalMs,
+      writePath: options.copyWritePath,
+    },
+    cea: {
+      applyLanes: options.applyLanes,
+      maxBatchEvents: 5000,
+      maxBatchBytes,
+      maxPendingBytes: 4 * maxBatchBytes,
+      readBatchSize: 10_000,
+      maxAwaitMs: 1000,
+      checkpointIntervalMs: options.ceaCheckpointIntervalMs,
+    },
+    commit: { retryIntervalMs: options.commitRetryIntervalMs },
+  };
+}

@@ -1,0 +1,172 @@
+/**
+ * The initial copy phase, after planning (src/plan/planning.ts): the unfinished partitions of
+ * the partition table go through the copy pool (finished ones are skipped, interrupted ones
+ * resume after their checkpoint: partition-copier.ts), then the sync enters `buildingIndexes`
+ * (with `afterDataCopy`/`excludeHashedAfterCopy`: indexes are built) and `copied`. `stop()` ends
+ * the run at the next safe point (partitions checkpoint first).
+ *
+ * Its figures, in memory, for `GET /progress` (never a query per call):
+ * - `estimatedTotalBytes`: the source collections' data sizes from `$collStats`, known once the
+ *   copy phase is reached (before it the API reports 0 of 1); once the copy is complete, the bytes
+ *   actually copied, so a finished copy shows 100%;
+ * - `estimatedCopiedBytes`: the bytes the partition table recorded before this run took over the
+ *   copy, plus what this run's workers have written since (shared counters);
+ * - `indexBuilding`: indexes and collections whose builds are done, of those to build.
+ */
+import { indexBuildTime } from '../domain/catalog.js';
+import { namespaceOf } from '../domain/namespaces.js';
+import { NamespaceRecords, type NamespaceRecord } from '../meta/namespaces.js';
+import { PartitionTable } from '../meta/partitions.js';
+import type { Phase, PhaseOutcome, PhaseStatus, SyncContext } from '../phase/contract.js';
+import { buildPendingIndexes, IndexBuildProgress } from '../plan/index-builds.js';
+import { CopyPool } from './pool.js';
+import { CopyScheduler } from './scheduler.js';
+import type { SharedCounters } from './shared-state.js';
+
+export class InitialCopy implements Phase {
+  readonly name = 'initial copy';
+  readonly #context: SyncContext;
+  readonly #namespaces: NamespaceRecords;
+  readonly #partitions: PartitionTable;
+  readonly #indexes = new IndexBuildProgress();
+  #totalBytes: number | undefined;
+  /** Bytes the partition table recorded when this run took over (or at the end). */
+  #recordedBytes = 0;
+  /** This run's workers' counters, while they copy; what they counted, after. */
+  #live: SharedCounters | undefined;
+  #copied = { bytes: 0, documents: 0 };
+  #stopping = false;
+  #scheduler: CopyScheduler | undefined;
+  #running: Promise<PhaseOutcome> | undefined;
+
+  constructor(context: SyncContext) {
+    this.#context = context;
+    this.#namespaces = new NamespaceRecords(context.store);
+    this.#partitions = new PartitionTable(context.store);
+  }
+
+  async recover(): Promise<void> {
+    const phase = this.#context.syncPhase();
+    const records = await this.#namespaces.list();
+    this.#indexes.count(records);
+    const { copiedBytes } = await this.#partitions.summary();
+    if (phase === 'copying') this.#beginCopy(records, copiedBytes);
+    else if (phase !== 'planning') this.#finishCopy(copiedBytes);
+  }
+
+  start(): Promise<PhaseOutcome> {
+    this.#running = this.#run();
+    return this.#running;
+  }
+
+  async stop(): Promise<void> {
+    this.#stopping = true;
+    this.#scheduler?.stop();
+    await this.#running?.catch(() => undefined);
+  }
+
+  status(): PhaseStatus {
+    const done = this.#context.syncPhase() === 'copied';
+    const figures: PhaseStatus['figures'] = {};
+    if (this.#totalBytes !== undefined) {
+      figures.estimatedTotalBytes = this.#totalBytes;
+      figures.estimatedCopiedBytes = this.#recordedBytes + (this.#live?.bytes ?? 0);
+    }
+    const indexBuilding = this.#indexes.figures();
+    if (indexBuilding !== undefined) figures.indexBuilding = indexBuilding;
+    const counters = this.#live === undefined ? this.#copied : { bytes: this.#live.bytes, documents: this.#live.documents };
+    return {
+      ...(done ? {} : { info: 'collection copy' }),
+      readyToCommit: done,
+      figures,
+      counters: { copiedBytes: counters.bytes, copiedDocuments: counters.documents },
+    };
+  }
+
+  #beginCopy(records: readonly NamespaceRecord[], recordedBytes: number): void {
+    this.#totalBytes = records.reduce((sum, record) => sum + record.sourceBytes, 0);
+    this.#recordedBytes = recordedBytes;
+  }
+
+  #finishCopy(recordedBytes: number): void {
+    this.#recordedBytes = recordedBytes;
+    this.#totalBytes = recordedBytes;
+  }
+
+  async #run(): Promise<PhaseOutcome> {
+    const { request, destination, logger } = this.#context;
+    const records = await this.#namespaces.list();
+    this.#indexes.count(records);
+    if (this.#context.syncPhase() === 'copying') {
+      if ((await this.#copy(records)) === 'stopped') return 'stopped';
+      await this.#context.enterSyncPhase(indexBuildTime(request.buildIndexes) === 'afterCopy' ? 'buildingIndexes' : 'copied');
+    }
+    if (this.#context.syncPhase() === 'buildingIndexes') {
+      const built = await buildPendingIndexes(destination.client, records, this.#namespaces, this.#indexes, logger, () => this.#stopping);
+      if (!built) return 'stopped';
+      await this.#context.enterSyncPhase('copied');
+    }
+    return 'done';
+  }
+
+  /** Copies the unfinished partitions. */
+  async #copy(records: readonly NamespaceRecord[]): Promise<PhaseOutcome> {
+    const { settings, logger, source, destination, store, histograms } = this.#context;
+    const [rows, summary] = await Promise.all([this.#partitions.unfinished(), this.#partitions.summary()]);
+    this.#beginCopy(records, summary.copiedBytes);
+    if (rows.length === 0) {
+      this.#finishCopy(summary.copiedBytes);
+      return 'done';
+    }
+    const averageDocumentBytes = new Map(
+      records.map((record) => [namespaceOf(record), record.sourceCount > 0 ? record.sourceBytes / record.sourceCount : 0]),
+    );
+    const pool = new CopyPool({
+      sourceUri: source.endpoint.uri,
+      destinationUri: destination.endpoint.uri,
+      instance: store.instance,
+      partitions: Math.min(settings.copyWorkers, rows.length),
+    });
+    logger.info(
+      { partitions: summary.total, done: summary.done, remaining: rows.length, atOnce: pool.partitions, threads: pool.threads },
+      `Copying ${rows.length} of ${summary.total} partition(s), ${pool.partitions} at once in ${pool.threads} worker thread(s)`,
+    );
+    // Bytes the table records for the partitions about to run count once: as recorded, then live.
+    this.#live = pool.counters;
+    const scheduler = new CopyScheduler({
+      pool,
+      partitions: this.#partitions,
+      settings: settings.copy,
+      averageDocumentBytes,
+      histograms,
+      logger,
+    });
+    this.#scheduler = scheduler;
+    let finished = false;
+    try {
+      if (this.#stopping) scheduler.stop();
+      const result = await scheduler.run(rows);
+      if (result === 'done') {
+        finished = true;
+        this.#finishCopy((await this.#partitions.summary()).copiedBytes);
+        logger.info(
+          {
+            copiedBytes: this.#recordedBytes,
+            readLatencyMs: histograms.percentiles('copyReadLatencyMs'),
+            writeLatencyMs: histograms.percentiles('copyWriteLatencyMs'),
+            batchBytes: histograms.percentiles('copyBatchBytes'),
+          },
+          'Initial copy complete',
+        );
+      }
+      return result;
+    } finally {
+      this.#scheduler = undefined;
+      this.#copied = { bytes: pool.counters.bytes, documents: pool.counters.documents };
+      // Stopped: what this run copied stays counted until the next run reads the table again.
+      if (!finished) this.#recordedBytes += this.#copied.bytes;
+      this.#live = undefined;
+      await pool.destroy();
+    }
+  }
+}

@@ -1,0 +1,142 @@
+/**
+ * Every error Ferry can raise, API-facing or internal, in one table (like fastify's
+ * lib/errors.js): a stable string `code` (what scripts and logs match on; the class of the same
+ * name is in errors.ts), a message template whose `{placeholders}` the raiser fills in, the HTTP
+ * status where the error reaches the control API, the process exit code where it ends startup,
+ * and when it happens (the README's error tables are these rows; test/unit/readme-tables.test.ts
+ * fails when they drift). A MongoDB server's own numeric code is never a `code`: an error caused
+ * by a server error keeps that number apart, as `serverCode` (and `serverCodeName`).
+ *
+ * mongosync documents the response shape `{success: false, error, errorDescription}` but only one
+ * error name (`InsufficientDestinationDiskSpace`) and no HTTP statuses, so the rest are Ferry's.
+ * Status families: 400 bad request content, 404 unknown endpoint, 409 not allowed in the current
+ * state, 413 body too large, 422 the clusters cannot serve this request, 501 not in this build,
+ * 502 a cluster could not be reached or answered with an error, 500 a bug in Ferry. An error
+ * without a status that reaches the API anyway is answered with 500 and its own code.
+ *
+ * Misuse of an internal interface (a bug, e.g. a batch completed twice) throws a RangeError or
+ * TypeError; it reaches the API as InternalError.
+ */
+
+export interface ErrorSpec {
+  /** The message, with `{name}` placeholders filled from the raiser's parameters. */
+  readonly message: string;
+  /** HTTP status of the response carrying it, for errors that reach the control API. */
+  readonly status?: number;
+  /** Process exit code, for errors that end Ferry at startup. */
+  readonly exitCode?: number;
+  /** When it happens, for people (the README's error tables). */
+  readonly when: string;
+}
+
+export const ERROR_CATALOGUE = {
+  // Errors of the control API (README "Errors").
+  InvalidRequest: {
+    status: 400,
+    message: '{detail}',
+    when: 'the body is not a JSON object, fails the schema, or breaks a rule between fields',
+  },
+  NotFound: { status: 404, message: '{detail}', when: 'no such endpoint (or wrong method)' },
+  InvalidStateTransition: { status: 409, message: '{detail}', when: 'the request is not allowed in the current state' },
+  NotReadyToCommit: { status: 409, message: '{detail}', when: '`commit` while RUNNING but `canCommit` is false' },
+  NotReversible: {
+    status: 409,
+    message: '{detail}',
+    when: '`reverse` after a sync not started `reversible` with write blocking on both clusters',
+  },
+  RequestTooLarge: { status: 413, message: '{detail}', when: 'body over 1 MiB' },
+  ChangeStreamsUnavailable: { status: 422, message: '{detail}', when: 'the source is a standalone server' },
+  UnsupportedTopology: { status: 422, message: '{detail}', when: 'the destination is a standalone server, or sharded → replica set' },
+  ShardingRequired: { status: 422, message: '{detail}', when: 'replica set → sharded cluster without `sharding`' },
+  ShardingNotAllowed: { status: 422, message: '{detail}', when: '`sharding` in any other configuration' },
+  ReversibleNotSupported: { status: 422, message: '{detail}', when: '`reversible` with replica set → sharded cluster' },
+  DestinationNotEmpty: {
+    status: 422,
+    message: '{detail}',
+    when: 'a selected namespace already holds documents on the destination (the description names them)',
+  },
+  InsufficientPrivileges: {
+    status: 422,
+    message: '{detail}',
+    when:
+      "write blocking is asked for, but Ferry's user on that cluster cannot " +
+      'bypass it (`bypassWriteBlockingMode`) or set it (`setUserWriteBlockMode`)',
+  },
+  OperationTimeMissing: {
+    status: 422,
+    message: '{cluster} answered appendOplogNote ({purpose}) without an operationTime; it must be a replica set or a sharded cluster',
+    when: 'the source gave no time for the start or commit point (`appendOplogNote` without `operationTime`)',
+  },
+  InternalError: { status: 500, message: 'Unexpected error: {detail}', when: 'a bug in Ferry (logged with its stack)' },
+  NotImplemented: { status: 501, message: '{detail}', when: 'this build cannot carry out the request (see above)' },
+  ClusterUnreachable: {
+    status: 502,
+    message: '{cluster} could not be reached for {operation}: {reason}',
+    when: 'a cluster did not answer within 10 s (network, server selection)',
+  },
+  ClusterCommandFailed: {
+    status: 502,
+    message: '{cluster} refused {operation}: {reason}',
+    when: 'a cluster answered a command with an error (e.g. not authorized)',
+  },
+
+  // Ending startup (README "Startup errors and exit codes").
+  InvalidConfiguration: {
+    exitCode: 2,
+    message: '{detail}',
+    when: 'a flag, the config file, a `FERRY_*` variable, a connection string or `--logPath` is wrong',
+  },
+
+  // Internal: in the log, and in progress `warnings` when they stop the sync (README "Errors in warnings and logs").
+  MalformedBson: { message: 'malformed BSON at byte {offset}: {detail}', when: 'bytes that should hold a BSON document do not' },
+  MissingBsonField: {
+    message: 'document has no "{field}" field',
+    when: 'a document lacks a field Ferry decides on (`_id`, `operationType`)',
+  },
+  UnexpectedBsonType: { message: 'field "{field}" should be {expected}, found {actual}', when: 'such a field has another BSON type' },
+  MalformedCursorReply: { message: '{detail}', when: 'a cursor or change-stream reply cannot be read' },
+  InvalidNamespaceFilter: {
+    message: '{detail}',
+    when: 'a namespace filter names no database or has a regular expression that does not compile',
+  },
+  InvalidPartitionRequest: { message: '{detail}', when: 'collection statistics or sizes the partition planner cannot work with' },
+  DestinationConflict: {
+    message: '{detail}',
+    when: 'the destination already holds a namespace Ferry must create, with other options than the source',
+  },
+  CopyWriteRefused: { message: '{detail}', when: 'the destination refused a copied document for another reason than a duplicate key' },
+  PartitionCopyFailed: {
+    message: 'copying partition {partition} of {ns} failed: {reason}',
+    when: 'a partition failed on an error that is not transient',
+  },
+  ChangeStreamHistoryLost: {
+    message: `The source's change stream history was lost ({reason}): the source's oplog no longer holds the changes since Ferry's \
+resume point, so the destination can no longer be brought up to date: nothing was skipped, but this sync cannot continue. Start the \
+migration again from the beginning (drop the destination data and Ferry's metadata database), after enlarging the source's oplog \
+(replSetResizeOplog) so that it covers the whole initial copy plus any pause`,
+    when: "the source's oplog no longer holds Ferry's resume point (server code 286)",
+  },
+  UnexpectedChangeEvent: {
+    message: '{detail}',
+    when: 'the change stream reported what application cannot handle (an `invalidate`, a CRUD event without `_id`)',
+  },
+  DdlApplicationFailed: { message: '{detail}', when: 'a DDL event could not be applied to the destination' },
+  ApplyWriteRefused: { message: '{detail}', when: 'the destination refused a change-event write' },
+  TombstoneWriteRefused: { message: '{detail}', when: 'the destination refused a tombstone (a delete applied during the copy)' },
+  ApplicationStopped: {
+    message: 'change-event application stopped before reaching the commit point',
+    when: 'change-event application ended before the commit point (it is started again)',
+  },
+  MetadataMissing: {
+    message: 'the {record} has disappeared from the metadata',
+    when: "a record of Ferry's metadata database was removed under it",
+  },
+  CommitStopped: {
+    message: 'the commit stopped before it completed ({detail})',
+    when: 'Ferry was stopped while a commit waited; it finishes after a restart',
+  },
+} as const satisfies Record<string, ErrorSpec>;
+
+export type ErrorCode = keyof typeof ERROR_CATALOGUE;
+
+export const ERROR_CODES = Object.keys(ERROR_CATALOGUE) as ErrorCode[];

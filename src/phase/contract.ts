@@ -1,0 +1,118 @@
+/**
+ * The contract every phase of a sync implements, and the context it is built with.
+ *
+ * A phase owns one part of the migration and the metadata records of that part: planning
+ * (src/plan/planning.ts), the initial copy (src/copy/initial-copy.ts), change-event application
+ * (src/cea/applier.ts), commit (src/commit/commit.ts); later verification, reverse and the
+ * coordination of several instances. The sync (src/sync/orchestrator.ts) only sequences phases:
+ * it builds them from the factories the composition root gives it (src/cli/compose.ts), and
+ *
+ * - calls `recover()` on each when a run begins (after a restart, or a resume): the phase reads
+ *   what its records say (position, figures) without starting anything, so `status()` is right
+ *   even for a paused sync;
+ * - calls `start()` to run it from its recorded position; the promise settles `done` when the
+ *   phase's work is complete, `stopped` when it was asked to stop first, and rejects on a failure
+ *   the phase cannot get past (the sync then pauses with that error);
+ * - calls `stop()` to have it stop at its next safe point (its position recorded; a restart
+ *   continues from there); it resolves once the phase has stopped;
+ * - reads `status()`, in-memory figures that never wait on a cluster, for progress;
+ * - tells it, through `onSyncPhase`, each part of the initial copy the sync enters.
+ *
+ * A new phase is a new folder whose class implements `Phase`, built with a SyncContext; it uses
+ * src/plan/ and the floors below, never another phase (eslint.config.js FLOORS), and records
+ * what it needs in collections of its own in the metadata database (MetadataStore).
+ */
+import type { Timestamp } from 'bson';
+import type { Cluster } from '../cluster/connect.js';
+import type { SyncSettings } from '../config/settings.js';
+import type { StartRequest } from '../domain/start-request.js';
+import type { SyncPhase } from '../domain/states.js';
+import type { SyncSnapshot } from '../domain/sync-control.js';
+import type { Logger } from '../log/logger.js';
+import type { ResumeDocument } from '../meta/resume.js';
+import type { MetadataStore } from '../meta/store.js';
+import type { CounterValues } from '../metrics/counters.js';
+import type { HistogramSet } from '../metrics/histograms.js';
+
+/** How a phase's run ended: its work is complete, or it stopped at a safe point when asked. */
+export type PhaseOutcome = 'done' | 'stopped';
+
+/** What a phase says of itself, for progress (merged by status.ts). */
+export interface PhaseStatus {
+  /** What it is doing (`collection copy`, `change event application`...); the last phase that says something wins. */
+  info?: string;
+  /** Conditions an operator should know about. */
+  warnings?: string[];
+  /** Whether, as far as this phase goes, a commit could succeed now; absent when it has no say. */
+  readyToCommit?: boolean;
+  /** Progress figures it owns; a later phase's figure replaces an earlier one's. */
+  figures?: Partial<Pick<SyncSnapshot, 'estimatedTotalBytes' | 'estimatedCopiedBytes' | 'indexBuilding' | 'lag'>>;
+  /** Work done by this phase instance, for `/metrics` and progress (summed over phases and runs). */
+  counters?: Partial<CounterValues>;
+}
+
+export interface Phase {
+  /** Who it is, in logs. */
+  readonly name: string;
+  /** Reads what its records say into memory; starts nothing. */
+  recover(): Promise<void>;
+  /** Runs from the recorded position until done, stopped, or a failure it cannot get past. */
+  start(): Promise<PhaseOutcome>;
+  /** Stops at the next safe point, its position recorded; resolves once stopped. Harmless when not running. */
+  stop(): Promise<void>;
+  /** In-memory figures; never waits on a cluster. */
+  status(): PhaseStatus;
+  /** The sync's initial copy entered `phase` (recorded before this is called). */
+  onSyncPhase?(phase: SyncPhase): void;
+}
+
+/** Change-event application: a phase that runs alongside the others from T0 until commit. */
+export interface ChangeApplication extends Phase {
+  /** Applies every event through source time `time`, then stops with its position recorded (commit). */
+  applyThrough(time: Timestamp): Promise<void>;
+}
+
+/** Commit: begun while the request waits, finished in the background by `start`. */
+export interface CommitPhase extends Phase {
+  /** Blocks the source if asked, takes the commit point and records it; a failure leaves the sync as it was. */
+  begin(): Promise<void>;
+}
+
+/** What every phase is built with: the sync it belongs to. */
+export interface SyncContext {
+  /** The sync's clusters, in its direction. */
+  source: Cluster;
+  destination: Cluster;
+  request: StartRequest;
+  /** The metadata database on the destination, for this instance. */
+  store: MetadataStore;
+  /** The sync's resume document as it was when this run began (T0: `startAtOperationTime`). */
+  resume: ResumeDocument;
+  settings: SyncSettings;
+  histograms: HistogramSet;
+  logger: Logger;
+  /** The part of the initial copy the sync is in now. */
+  syncPhase(): SyncPhase;
+  /** Records that the initial copy enters `phase`, then tells every phase (`onSyncPhase`). */
+  enterSyncPhase(phase: SyncPhase): Promise<void>;
+}
+
+/** How commit takes change-event application over from the sync (src/commit/hand-off.ts uses it). */
+export interface ChangeApplicationHandoff {
+  /** The change-event application running now, or a new one started from its records. */
+  take(): Promise<ChangeApplication>;
+  /** Stops the one running (its position recorded) and keeps its figures; the next `take` starts anew. */
+  retire(): Promise<void>;
+}
+
+export interface CommitContext extends SyncContext {
+  changeApplication: ChangeApplicationHandoff;
+}
+
+/** The phases a sync is made of, as the composition root builds them. */
+export interface PhaseFactories {
+  /** Run one after another, from planning to the end of the initial copy. */
+  sequence: ((context: SyncContext) => Phase)[];
+  changeApplication(context: SyncContext): ChangeApplication;
+  commit(context: CommitContext): CommitPhase;
+}

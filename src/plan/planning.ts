@@ -1,0 +1,114 @@
+/**
+ * The planning phase, the first part of a sync's initial copy (`planning` in its resume
+ * document), each step recorded before the next so that a restart redoes only what is missing:
+ * the source catalog is read and every selected namespace recorded (once: the snapshot taken
+ * after T0 is kept); each collection and view is created on the destination (collections first,
+ * so a view's source exists); each collection is measured, sampled and split into `_id`-range
+ * partitions written to the partition table; with `beforeDataCopy`/`excludeHashed`, indexes are
+ * built. Then the sync enters `copying`.
+ */
+import { isNamespaceNotFound } from '../cluster/errors.js';
+import { PLANNING_PARALLELISM } from '../config/settings.js';
+import { indexBuildTime } from '../domain/catalog.js';
+import { namespaceOf } from '../domain/namespaces.js';
+import { NamespaceRecords, type NamespaceRecord } from '../meta/namespaces.js';
+import { PartitionTable } from '../meta/partitions.js';
+import { ResumeStore } from '../meta/resume.js';
+import type { Phase, PhaseOutcome, PhaseStatus, SyncContext } from '../phase/contract.js';
+import { namespaceRecord, readSourceCatalog } from './catalog.js';
+import { planCollectionCopy } from './copy-plan.js';
+import { createOnDestination, forEachBounded } from './destination.js';
+import { buildPendingIndexes, IndexBuildProgress } from './index-builds.js';
+import { selectorFor } from './namespaces.js';
+
+export class Planning implements Phase {
+  readonly name = 'planning';
+  readonly #context: SyncContext;
+  readonly #namespaces: NamespaceRecords;
+  readonly #partitions: PartitionTable;
+  readonly #indexes = new IndexBuildProgress();
+  #stopping = false;
+  #running: Promise<PhaseOutcome> | undefined;
+
+  constructor(context: SyncContext) {
+    this.#context = context;
+    this.#namespaces = new NamespaceRecords(context.store);
+    this.#partitions = new PartitionTable(context.store);
+  }
+
+  async recover(): Promise<void> {
+    if (this.#context.syncPhase() === 'planning') this.#indexes.count(await this.#namespaces.list());
+  }
+
+  start(): Promise<PhaseOutcome> {
+    this.#running = this.#context.syncPhase() === 'planning' ? this.#plan() : Promise.resolve('done');
+    return this.#running;
+  }
+
+  async stop(): Promise<void> {
+    this.#stopping = true;
+    await this.#running?.catch(() => undefined);
+  }
+
+  status(): PhaseStatus {
+    if (this.#context.syncPhase() !== 'planning') return { readyToCommit: true };
+    const indexBuilding = this.#indexes.figures();
+    return { info: 'collection copy', readyToCommit: false, ...(indexBuilding === undefined ? {} : { figures: { indexBuilding } }) };
+  }
+
+  async #plan(): Promise<PhaseOutcome> {
+    const { source, destination, request, settings, logger, resume } = this.#context;
+    const buildTime = indexBuildTime(request.buildIndexes);
+    if (!resume.catalogRecorded) {
+      const catalog = await readSourceCatalog(source.client, selectorFor(request), logger);
+      // A crash may have left part of an earlier snapshot: start it over.
+      await this.#partitions.deleteAll();
+      await this.#namespaces.replaceAll(catalog.map((ns) => namespaceRecord(ns, buildTime, request)));
+      await new ResumeStore(this.#context.store).markCatalogRecorded();
+      logger.info({ namespaces: catalog.length }, `Source catalog recorded: ${catalog.length} namespace(s)`);
+    }
+    const records = await this.#namespaces.list();
+    // Collections before views, so a view's source exists when the view is created.
+    const ordered = [...records.filter((r) => r.type === 'collection'), ...records.filter((r) => r.type === 'view')];
+    for (const record of ordered) {
+      if (this.#stopping) return 'stopped';
+      if (record.created) continue;
+      await createOnDestination(destination.client, record);
+      await this.#namespaces.markDone(record, 'created');
+    }
+    // Measuring and sampling wait on the source: several collections at once.
+    await forEachBounded(
+      records.filter((record) => !record.partitioned),
+      PLANNING_PARALLELISM,
+      (record) => this.#partition(record, settings.partitionBytes),
+    );
+    if (this.#stopping) return 'stopped';
+    if (buildTime === 'beforeCopy') {
+      this.#indexes.count(records);
+      if (!(await buildPendingIndexes(destination.client, records, this.#namespaces, this.#indexes, logger, () => this.#stopping))) {
+        return 'stopped';
+      }
+    }
+    await this.#context.enterSyncPhase('copying');
+    return 'done';
+  }
+
+  /** Measures, samples and splits one collection into partitions, recorded. */
+  async #partition(record: NamespaceRecord, partitionBytes: number): Promise<void> {
+    if (this.#stopping) return;
+    const { source, logger } = this.#context;
+    const collection = source.client.db(record.db).collection(record.coll);
+    const plan = await planCollectionCopy(collection, record.sourceOptions, partitionBytes).catch((error: unknown) => {
+      if (!isNamespaceNotFound(error)) throw error;
+      // Dropped or renamed since the catalog was read (after T0): nothing to copy; change-event application replays it.
+      logger.info(
+        { ns: namespaceOf(record) },
+        `${namespaceOf(record)} is gone from the source since the catalog was read; nothing to copy`,
+      );
+      return { stats: { count: 0, size: 0 }, partitions: [] };
+    });
+    await this.#partitions.writePlan(record, plan.partitions);
+    await this.#namespaces.markDone(record, 'partitioned', { sourceCount: plan.stats.count, sourceBytes: plan.stats.size });
+    logger.debug({ ns: namespaceOf(record), partitions: plan.partitions.length, bytes: plan.stats.size }, 'Collection planned');
+  }
+}

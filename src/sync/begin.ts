@@ -1,0 +1,97 @@
+/**
+ * What `start` does before any phase runs, and what this build refuses. Nothing is written until
+ * everything that can be checked is: this instance has no sync recorded on the destination, and
+ * Ferry's user holds the write-blocking privileges the request needs. Then, in order: the metadata
+ * an earlier sync with this id left is cleared; T0 is taken on the source (an `appendOplogNote`:
+ * every write the copy could miss is at or after it); the destination is write-blocked (unless
+ * `enableUserWriteBlocking: "none"`); and the resume document (state RUNNING, phase `planning`,
+ * the request, T0) is written. A failure on the way leaves the destination unblocked again.
+ */
+import { appendOplogNote, missingWriteBlockingPrivileges, setUserWriteBlocking } from '../cluster/commands.js';
+import type { Cluster } from '../cluster/connect.js';
+import { asClusterError } from '../cluster/errors.js';
+import { nameCluster } from '../domain/clusters.js';
+import { blocksDestination, blocksSource, type StartRequest } from '../domain/start-request.js';
+import { InsufficientPrivileges, InvalidStateTransition, NotImplemented } from '../errors/errors.js';
+import type { ResumeDocument, ResumeStore } from '../meta/resume.js';
+import type { MetadataStore } from '../meta/store.js';
+
+/** The sync a start request describes: its clusters in its direction, and its metadata. */
+export interface SyncTarget {
+  request: StartRequest;
+  source: Cluster;
+  destination: Cluster;
+  store: MetadataStore;
+  resume: ResumeStore;
+}
+
+/**
+ * What this build cannot do, refused before anything is touched. A `reversible` sync is refused
+ * at start rather than at `reverse`: by then the operator would have committed, with the source
+ * left write-blocked, counting on a way back that does not exist.
+ */
+export function refuseUnsupported(request: StartRequest): void {
+  if ((request.sharding?.shardingEntries.length ?? 0) > 0) {
+    throw new NotImplemented(
+      'sharding collections on the destination (sharding.shardingEntries) is not implemented in this build of Ferry',
+    );
+  }
+  if (request.reversible) {
+    throw new NotImplemented(
+      'reversible syncs are not implemented in this build of Ferry (it cannot sync back from the destination); start with reversible false',
+    );
+  }
+}
+
+/** Runs `operation` on `cluster`, its failure reported as the API reports a cluster's. */
+async function on<T>(cluster: Cluster, what: string, operation: Promise<T>): Promise<T> {
+  try {
+    return await operation;
+  } catch (error) {
+    throw asClusterError(cluster.endpoint, what, error);
+  }
+}
+
+/**
+ * Write blocking needs Ferry's user to bypass it and to set it on each cluster the mode blocks
+ * (clusters without access control need nothing).
+ */
+async function checkWriteBlockingPrivileges(target: SyncTarget): Promise<void> {
+  const mode = target.request.enableUserWriteBlocking;
+  const blocked = [...(blocksDestination(mode) ? [target.destination] : []), ...(blocksSource(mode) ? [target.source] : [])];
+  for (const cluster of blocked) {
+    const missing = await on(cluster, 'connectionStatus (checking privileges)', missingWriteBlockingPrivileges(cluster.client));
+    if (missing.length > 0) {
+      throw new InsufficientPrivileges(
+        `enableUserWriteBlocking "${mode}" needs Ferry's user on ${nameCluster(cluster.endpoint)} to hold ${missing.join(' and ')} ` +
+          'on the cluster (the built-in restore or root role has both); grant it, or start with enableUserWriteBlocking "none"',
+      );
+    }
+  }
+}
+
+/** Begins the sync (see the module comment); returns its new resume document. */
+export async function beginSync(target: SyncTarget, id: string, ferryVersion: string): Promise<ResumeDocument> {
+  const { request, source, destination, store, resume } = target;
+  const existing = await on(destination, 'reading the metadata', resume.read());
+  if (existing !== null) {
+    throw new InvalidStateTransition(
+      `${nameCluster(destination.endpoint)} already holds the metadata of a sync with id "${id}" (state ${existing.state}); ` +
+        "start Ferry with another --id, or drop that sync's metadata",
+    );
+  }
+  await checkWriteBlockingPrivileges(target);
+  await on(destination, 'clearing metadata an earlier sync with this id left', store.forgetInstance());
+  const startAtOperationTime = await on(source, 'appendOplogNote (taking the start time)', appendOplogNote(source, 'sync start', id));
+  const blockDestination = blocksDestination(request.enableUserWriteBlocking);
+  if (blockDestination) {
+    await on(destination, 'setUserWriteBlockMode (blocking user writes during the sync)', setUserWriteBlocking(destination.client, true));
+  }
+  try {
+    return await resume.create({ request, startAtOperationTime, ferryVersion });
+  } catch (error) {
+    // Not started: leave the destination as it was.
+    if (blockDestination) await setUserWriteBlocking(destination.client, false).catch(() => undefined);
+    throw asClusterError(destination.endpoint, 'writing the metadata', error);
+  }
+}

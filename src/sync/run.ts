@@ -1,0 +1,90 @@
+/**
+ * What the sync holds for the sync it runs, and for each run of it (from a launch to a pause, a
+ * failure or the end): the context its phases are built with, and the mechanics of handing
+ * change-event application over to the commit (when and why is src/commit/'s).
+ */
+import type { SyncSettings } from '../config/settings.js';
+import type { SyncPhase } from '../domain/states.js';
+import type { Logger } from '../log/logger.js';
+import type { ResumeDocument } from '../meta/resume.js';
+import type { HistogramSet } from '../metrics/histograms.js';
+import type { ChangeApplication, ChangeApplicationHandoff, CommitPhase, Phase, PhaseStatus, SyncContext } from '../phase/contract.js';
+import type { SyncTarget } from './begin.js';
+
+/** One run of the sync: its phases, from a launch to a pause, a failure or the end. */
+export interface Run {
+  context: SyncContext;
+  sequence: Phase[];
+  /** Started and not asked to stop. */
+  active: boolean;
+  done?: Promise<void>;
+}
+
+/** The sync this instance runs. */
+export interface ActiveSync extends SyncTarget {
+  /** The part of the initial copy it is in (as recorded). */
+  phase: SyncPhase;
+  run?: Run;
+  /** Change-event application; replaced by the commit's hand-off after a failed try. */
+  application?: ChangeApplication;
+  /** Whether `application` has been started (a sync recovered COMMITTING has it built, not started). */
+  applicationStarted?: boolean;
+  commit?: CommitPhase;
+  committing?: Promise<void>;
+}
+
+/** The context the phases of a run of `sync` from `doc` are built with. */
+export function syncContext(
+  sync: ActiveSync,
+  doc: ResumeDocument,
+  shared: { settings: SyncSettings; histograms: HistogramSet; logger: Logger },
+): SyncContext {
+  return {
+    source: sync.source,
+    destination: sync.destination,
+    request: sync.request,
+    store: sync.store,
+    resume: doc,
+    ...shared,
+    syncPhase: () => sync.phase,
+    enterSyncPhase: async (phase) => {
+      await sync.resume.enterPhase(phase);
+      sync.phase = phase;
+      shared.logger.info({ phase }, `Initial copy: ${phase}`);
+      for (const each of [...(sync.run?.sequence ?? []), sync.application, sync.commit]) each?.onSyncPhase?.(phase);
+    },
+  };
+}
+
+/**
+ * The hand-off the commit uses: the change-event application running now, or a new one started
+ * from its records (after a restart, or after a failed try retired the last one); `retire`
+ * stops it and keeps its figures (`keep`).
+ */
+export function changeApplicationHandoff(
+  sync: ActiveSync,
+  build: (context: SyncContext) => ChangeApplication,
+  keep: (status: PhaseStatus) => void,
+): ChangeApplicationHandoff {
+  return {
+    take: async () => {
+      if (sync.application === undefined) {
+        sync.application = build(sync.run!.context);
+        sync.applicationStarted = false;
+        await sync.application.recover();
+      }
+      if (sync.applicationStarted !== true) {
+        sync.applicationStarted = true;
+        void sync.application.start().catch(() => undefined); // its failure reaches the commit through applyThrough
+      }
+      return sync.application;
+    },
+    retire: async () => {
+      const application = sync.application;
+      await application?.stop();
+      if (application === undefined || sync.application !== application) return;
+      keep(application.status());
+      sync.application = undefined;
+    },
+  };
+}

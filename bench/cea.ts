@@ -192,7 +192,7 @@ export async function runCeaBenchmark(options: CeaBenchmarkOptions = {}): Promis
         achievedOpsPerSecond: Math.round(stats.writes / stats.seconds),
         sourceEventsPerSecond: Math.round(stats.changes / stats.seconds),
         appliedEventsPerSecond: Math.round(applied / elapsed),
-        lag: lagFigures(probe!.takeSamples()),
+        lag: lagFigures(await probe!.takeWindowSamples()),
         workloadErrors: stats.errors,
       };
     };

@@ -91,6 +91,18 @@ export class LagProbe {
     return samples;
   }
 
+  /**
+   * Like `takeSamples`, but a window in which no probe came back yet (the lag is longer than the
+   * window, as on a loaded machine) waits for the outstanding probe: it was written during the
+   * window, and its lag is the window's figure. An empty window would report no lag at all.
+   */
+  async takeWindowSamples(): Promise<number[]> {
+    while (this.#samples.length === 0 && this.#running !== undefined && this.#failure === undefined) {
+      await new Promise((resolve) => setTimeout(resolve, this.#options.pollMs ?? 10));
+    }
+    return this.takeSamples();
+  }
+
   /** Stops probing after the outstanding probe. */
   async stop(): Promise<void> {
     this.#stopping = true;

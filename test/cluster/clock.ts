@@ -20,6 +20,18 @@ export class ClusterClock {
     return new Timestamp({ t: this.seconds, i: this.increment });
   }
 
+  /**
+   * Hybrid logical clock: moves forward to `ts` when it is later than anything handed out, so
+   * that a node's next timestamp follows every cluster time it has been told of (mongod advances
+   * its logical clock to each `$clusterTime` it receives, from clients and other nodes alike).
+   */
+  advanceTo(ts: Timestamp): void {
+    if (ts.t > this.seconds || (ts.t === this.seconds && ts.i > this.increment)) {
+      this.seconds = ts.t;
+      this.increment = ts.i;
+    }
+  }
+
   /** The latest timestamp handed out (the cluster time clients see). */
   current(): Timestamp {
     return new Timestamp({ t: this.seconds, i: this.increment });

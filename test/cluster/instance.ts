@@ -4,7 +4,7 @@
  * in the oplog with the next cluster time.
  */
 import { setMaxListeners } from 'node:events';
-import { type Binary, type Long, ObjectId, Timestamp } from 'bson';
+import { type Binary, type Long, ObjectId, Timestamp, type UUID } from 'bson';
 import { Catalog } from './storage/catalog.js';
 import type { Collection, CollectionOptions, DocEntry } from './storage/collection.js';
 import { ClusterClock } from './clock.js';
@@ -38,6 +38,8 @@ export interface OpContext {
   stage?: (entry: Omit<OplogEntry, 'ts' | 'wall'>) => void;
   /** The writer holds `bypassWriteBlockingMode` (see README: how the privilege is modelled). */
   bypassWriteBlocking?: boolean;
+  /** The write belongs to a chunk migration (or a non-primary shard's DDL): `fromMigrate` in the oplog. */
+  fromMigrate?: boolean;
 }
 
 /** Databases whose writes are never user writes (they bypass write blocking). */
@@ -89,6 +91,11 @@ export class Instance {
    * transactions can keep the version their snapshot saw (txn/). Undefined = nobody needs it.
    */
   beforeReplace?: (collection: Collection, entry: DocEntry) => void;
+  /**
+   * The document key written to the oplog for a stored document: `{_id}` unless set (a shard
+   * puts the shard key fields first, as mongod does for sharded collections; sharding/).
+   */
+  documentKeyOf?: (collection: Collection, raw: Buffer, id: unknown) => Record<string, unknown>;
   private timers: NodeJS.Timeout[] = [];
   /** Aborted when the node stops: waits (awaitable hello, change-stream getMore) end early. */
   readonly stopping = new AbortController();
@@ -163,6 +170,7 @@ export class Instance {
       preImage: entry.preImage,
       postImage: entry.postImage,
       size: entry.size,
+      fromMigrate: ctx.fromMigrate ?? entry.fromMigrate,
     });
     return ts;
   }
@@ -189,9 +197,9 @@ export class Instance {
   }
 
   /** Creates a collection (explicitly or implicitly by a write) and records it. */
-  createCollection(ctx: OpContext, db: string, name: string, options: CollectionOptions = {}): Collection {
+  createCollection(ctx: OpContext, db: string, name: string, options: CollectionOptions = {}, uuid?: UUID): Collection {
     this.assertWritable(ctx, db);
-    const collection = this.catalog.addCollection(db, name, options);
+    const collection = this.catalog.addCollection(db, name, options, uuid);
     this.record(ctx, {
       op: 'c',
       ns: `${db}.$cmd`,
@@ -220,7 +228,7 @@ export class Instance {
       ns: collection.ns,
       ui: collection.uuid,
       o: raw,
-      o2: { _id: id },
+      o2: this.documentKeyOf?.(collection, raw, id) ?? { _id: id },
       size: raw.length,
     };
     if (ctx.lsid && ctx.txnNumber !== undefined) Object.assign(insert, session(ctx));
@@ -250,7 +258,7 @@ export class Instance {
       ui: collection.uuid,
       o: description ?? raw,
       replace: description === undefined,
-      o2: { _id: entry.id },
+      o2: this.documentKeyOf?.(collection, raw, entry.id) ?? { _id: entry.id },
       size: description ? 128 : raw.length,
       ...session(ctx),
       ...changeStreamImages(collection, before, raw),
@@ -265,12 +273,13 @@ export class Instance {
   }
 
   private recordDelete(ctx: OpContext, collection: Collection, entry: DocEntry): void {
+    const key = this.documentKeyOf?.(collection, entry.raw, entry.id) ?? { _id: entry.id };
     this.record(ctx, {
       op: 'd',
       ns: collection.ns,
       ui: collection.uuid,
-      o: { _id: entry.id },
-      o2: { _id: entry.id },
+      o: key,
+      o2: key,
       size: 64,
       ...session(ctx),
       ...changeStreamImages(collection, entry.raw),

@@ -2,6 +2,7 @@
  * The catalog: databases and their namespaces (collections and views), with mongod's naming
  * rules. A database exists while it holds at least one namespace.
  */
+import type { UUID } from 'bson';
 import { ServerError } from '../errors.js';
 import { Collection, type CollectionOptions, type Namespace, View } from './collection.js';
 import { storeInternal } from './system-collections.js';
@@ -69,10 +70,11 @@ export class Catalog {
     return namespaces;
   }
 
-  addCollection(db: string, name: string, options: CollectionOptions): Collection {
+  /** `uuid`: given when a shard creates a sharded collection another shard already has (same UUID). */
+  addCollection(db: string, name: string, options: CollectionOptions, uuid?: UUID): Collection {
     validateCollectionName(db, name);
     if (this.get(db, name)) throw new ServerError('NamespaceExists', `Collection ${db}.${name} already exists.`);
-    const collection = new Collection(db, name, options);
+    const collection = new Collection(db, name, options, uuid);
     this.database(db).set(name, collection);
     return collection;
   }

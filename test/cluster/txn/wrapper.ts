@@ -34,8 +34,9 @@ const ALLOWED_IN_TRANSACTION = new Set([
   'createIndexes',
   'commitTransaction',
   'abortTransaction',
+  'prepareTransaction',
 ]);
-const COMMIT_OR_ABORT = new Set(['commitTransaction', 'abortTransaction']);
+const COMMIT_OR_ABORT = new Set(['commitTransaction', 'abortTransaction', 'prepareTransaction']);
 /** Codes that mean "retry the whole transaction" (mongod's isTransientTransactionError). */
 const TRANSIENT_CODES = new Set([112, 24, 251]);
 
@@ -152,7 +153,9 @@ async function inTransaction(ctx: CommandContext, name: string, run: () => Promi
     }
     return reply;
   } catch (e) {
-    if (txn && !COMMIT_OR_ABORT.has(name)) txn.abort();
+    // A write that would move a document to another shard (WouldChangeOwningShard) leaves the
+    // transaction open: the router then moves the document within it, as mongod allows.
+    if (txn && !COMMIT_OR_ABORT.has(name) && !(e instanceof ServerError && e.code === 283)) txn.abort();
     if (e instanceof ServerError && TRANSIENT_CODES.has(e.code) && !e.labels.includes('TransientTransactionError')) {
       e.labels.push('TransientTransactionError');
     }

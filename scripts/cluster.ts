@@ -2,11 +2,16 @@
  * `npm run cluster -- --port <p> [--replSet <name>] [--oplogSizeMB <n>] [--auth] [--usersFile <f>]`: runs one test-cluster
  * node in this process. Prints its connection string as the first stdout line once it accepts
  * connections; exits cleanly on SIGTERM/SIGINT.
+ * With `--shards <n>`: a sharded cluster instead (config server, n shards, mongos; each its own
+ * process, see test/cluster/sharding/launch.ts); the first line is the mongos connection string.
+ * `--shardsvr` / `--configsvr` give a node its role in one (the launcher passes them).
  */
 import { Command, InvalidArgumentError } from 'commander';
 import { readFile } from 'node:fs/promises';
 import { parse as parseYaml } from 'yaml';
 import { startCluster } from '../test/cluster/index.js';
+import { spawnShardedCluster } from '../test/cluster/sharding/launch.js';
+import { INTERNAL_USER } from '../test/cluster/sharding/shard-views.js';
 import type { UserSpec } from '../test/cluster/auth/users.js';
 
 function integer(min: number) {
@@ -27,6 +32,12 @@ const program = new Command('cluster')
   .option('--auth', 'turn access control on (also implied by --usersFile)')
   .option('--noauth', 'keep access control off even with --usersFile')
   .option('--usersFile <path>', 'JSON or YAML list of {user, db, password, roles} created at start')
+  .option('--shards <n>', 'start a sharded cluster with n shards (config server, shards, mongos)', integer(1))
+  .option('--shardsvr', 'this node is a shard of a sharded cluster')
+  .option('--configsvr', 'this node is the config server of a sharded cluster')
+  .option('--orphanCleanupDelaySecs <s>', "seconds a donor shard keeps a moved range's documents", integer(0))
+  .option('--balancerIntervalMs <ms>', 'sharded: period of the balancer rounds', integer(1))
+  .option('--keyFile <path>', "the sharded cluster's shared secret (the internal user's password)")
   .parse();
 
 const opts = program.opts<{
@@ -38,18 +49,41 @@ const opts = program.opts<{
   auth?: boolean;
   noauth?: boolean;
   usersFile?: string;
+  shards?: number;
+  shardsvr?: boolean;
+  configsvr?: boolean;
+  orphanCleanupDelaySecs?: number;
+  balancerIntervalMs?: number;
+  keyFile?: string;
 }>();
 const users = opts.usersFile ? (parseYaml(await readFile(opts.usersFile, 'utf8')) as UserSpec[]) : undefined;
 if (users !== undefined && !Array.isArray(users)) throw new InvalidArgumentError(`${opts.usersFile}: expected a list of users`);
-const cluster = await startCluster({
-  port: opts.port,
-  replSetName: opts.replSet,
-  oplogSizeMB: opts.oplogSizeMB,
-  noopIntervalMs: opts.noopIntervalMs,
-  ttlIntervalMs: opts.ttlIntervalMs,
-  users,
-  auth: opts.noauth ? false : opts.auth ? true : undefined,
-});
+const key = opts.keyFile ? (await readFile(opts.keyFile, 'utf8')).trim() : undefined;
+const explicitNoop = program.getOptionValueSource('noopIntervalMs') === 'cli';
+const cluster = opts.shards
+  ? await spawnShardedCluster({
+      shards: opts.shards,
+      port: opts.port,
+      oplogSizeMB: opts.oplogSizeMB,
+      noopIntervalMs: explicitNoop ? opts.noopIntervalMs : undefined,
+      ttlIntervalMs: opts.ttlIntervalMs,
+      users,
+      auth: opts.noauth ? false : opts.auth ? true : undefined,
+      orphanCleanupDelaySecs: opts.orphanCleanupDelaySecs,
+      balancerIntervalMs: opts.balancerIntervalMs,
+    })
+  : await startCluster({
+      port: opts.port,
+      replSetName: opts.replSet,
+      oplogSizeMB: opts.oplogSizeMB,
+      noopIntervalMs: opts.noopIntervalMs,
+      ttlIntervalMs: opts.ttlIntervalMs,
+      users,
+      auth: opts.noauth ? false : opts.auth ? true : undefined,
+      clusterRole: opts.shardsvr ? 'shardsvr' : opts.configsvr ? 'configsvr' : undefined,
+      orphanCleanupDelaySecs: opts.orphanCleanupDelaySecs,
+      internalCredentials: key ? { user: INTERNAL_USER, password: key, db: 'local' } : undefined,
+    });
 process.stdout.write(`${cluster.uri}\n`);
 
 let stopping = false;

@@ -9,6 +9,9 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ClusterServer, type ServerOptions } from './server.js';
+import { type ShardedClusterHandle, type ShardedClusterOptions, spawnShardedCluster, startShardedCluster } from './sharding/launch.js';
+
+export type { ShardedClusterHandle, ShardedClusterOptions, ShardMember, ClusterMember } from './sharding/launch.js';
 
 export type ClusterOptions = ServerOptions;
 
@@ -23,8 +26,13 @@ export function clusterUri(port: number, replSetName = 'rs0'): string {
   return `mongodb://127.0.0.1:${port}/?replicaSet=${replSetName}`;
 }
 
-/** Starts a node in this process. */
-export async function startCluster(options: ClusterOptions = {}): Promise<ClusterHandle & { server: ClusterServer }> {
+/** Starts a node in this process; with `shards`, a whole sharded cluster (sharding/launch.ts). */
+export function startCluster(options: ShardedClusterOptions): Promise<ShardedClusterHandle>;
+export function startCluster(options?: ClusterOptions): Promise<ClusterHandle & { server: ClusterServer }>;
+export async function startCluster(
+  options: ClusterOptions | ShardedClusterOptions = {},
+): Promise<ShardedClusterHandle | (ClusterHandle & { server: ClusterServer })> {
+  if ('shards' in options) return startShardedCluster(options);
   const server = new ClusterServer(options);
   const port = await server.listen();
   return { uri: clusterUri(port, server.instance.replSetName), port, server, stop: () => server.close() };
@@ -51,7 +59,13 @@ export const CLUSTER_MAIN = fileURLToPath(new URL('../../scripts/cluster.js', im
  * is the connection string). `stop()` sends SIGTERM and waits for the exit. `nodeArgs` are extra
  * flags for the child's node (benchmarks pass `--cpu-prof`).
  */
-export async function spawnCluster(options: ClusterOptions = {}, nodeArgs: string[] = []): Promise<ClusterHandle & { pid: number }> {
+export function spawnCluster(options: ShardedClusterOptions, nodeArgs?: string[]): Promise<ShardedClusterHandle>;
+export function spawnCluster(options?: ClusterOptions, nodeArgs?: string[]): Promise<ClusterHandle & { pid: number }>;
+export async function spawnCluster(
+  options: ClusterOptions | ShardedClusterOptions = {},
+  nodeArgs: string[] = [],
+): Promise<ShardedClusterHandle | (ClusterHandle & { pid: number })> {
+  if ('shards' in options) return spawnShardedCluster(options, nodeArgs);
   const args = clusterArgs(options);
   // Users go through a private file rather than the command line, so passwords stay out of `ps`.
   const usersDir = options.users ? await mkdtemp(join(tmpdir(), 'ferry-cluster-users-')) : undefined;

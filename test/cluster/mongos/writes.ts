@@ -23,7 +23,7 @@ import { shardingError } from '../sharding/errors.js';
 import type { RoutingTable } from '../sharding/routing-table.js';
 import type { Reply } from '../sharding/node-client.js';
 import { type RouterContext, type RouterReply, defineRouterCommand } from './commands.js';
-import { clientFields, isRetryableWrite, runOnShard } from './forward.js';
+import { clientFields, runOnShard } from './forward.js';
 import { num } from './router.js';
 import { promote, versionFields } from './targeting.js';
 import { commitAcross, internalTransaction } from './transactions.js';
@@ -105,9 +105,21 @@ function checkBatchSize(count: number): void {
   }
 }
 
-/** Runs `field` statements on one shard; returns its reply. */
-function send(ctx: RouterContext, shard: string, base: Record<string, unknown>, field: string, statements: Buffer[]): Promise<Reply> {
-  return runOnShard(ctx, shard, base, [{ name: field, docs: statements }]);
+/**
+ * Runs `field` statements on one shard; returns its reply. A retryable write's batches carry the
+ * statements' positions in the client's command (`stmtIds`), so that a shard executes each
+ * batch once however many the write was split into, and a retry of the whole write again once.
+ */
+function send(
+  ctx: RouterContext,
+  shard: string,
+  base: Record<string, unknown>,
+  field: string,
+  statements: Buffer[],
+  indexes?: number[],
+): Promise<Reply> {
+  const stmtIds = indexes && ctx.txnNumber !== undefined && !ctx.inTransaction ? { stmtIds: indexes } : {};
+  return runOnShard(ctx, shard, { ...base, ...stmtIds }, [{ name: field, docs: statements }]);
 }
 
 /**
@@ -140,6 +152,7 @@ async function runSingleTargeted(
           base,
           field,
           run.map((i) => i.raw),
+          run.map((i) => i.index),
         ),
       ),
     );
@@ -163,6 +176,7 @@ async function runSingleTargeted(
       base,
       field,
       run.map((i) => i.raw),
+      run.map((i) => i.index),
     );
     const before = result.writeErrors.length;
     result.add(
@@ -295,13 +309,6 @@ function upsertNeedsShardKey(): ServerError {
   return shardingError('ShardKeyNotFound', 'Failed to target upsert by query :: could not extract exact shard key');
 }
 
-function mustBeRetryable(): ServerError {
-  return new ServerError(
-    'IllegalOperation',
-    'Must run update to shard key field in a multi-statement transaction or with retryWrites: true.',
-  );
-}
-
 /** The bytes of an image a shard sent back (decoded with types kept, so re-encoding is exact). */
 function imageBytes(value: unknown): Buffer {
   return serialize(value as Document);
@@ -367,7 +374,6 @@ async function handleMoves(
     if (local < 0) continue;
     result.writeErrors.splice(result.writeErrors.indexOf(error), 1);
     try {
-      if (!ctx.inTransaction && !isRetryableWrite(ctx)) throw mustBeRetryable();
       const post = imageBytes(error.postImage);
       await moveDocument(ctx, table, name, run[local]!.shard, error.preImage ? imageBytes(error.preImage) : undefined, post);
       result.n += 1;
@@ -420,7 +426,7 @@ async function routeUpdateOrDelete(ctx: RouterContext, kind: 'update' | 'delete'
       if (ordered && !(await flush())) return result.reply(kind);
       if (st.many) {
         // Broadcast to every shard that may hold matches.
-        const replies = await Promise.all(shards.map((shard) => send(ctx, shard, base, field, [st.raw])));
+        const replies = await Promise.all(shards.map((shard) => send(ctx, shard, base, field, [st.raw], [i])));
         const before = result.writeErrors.length;
         for (const reply of replies) result.add(reply, [i]);
         // One error per statement, as one server would report it.
@@ -477,7 +483,6 @@ defineRouterCommand({
       if (reply.ok) return passOn(reply);
       const error = reply.error();
       if (error.code !== 283) throw error;
-      if (!ctx.inTransaction && !isRetryableWrite(ctx)) throw mustBeRetryable();
       const pre = error.extra.preImage ? imageBytes(error.extra.preImage) : undefined;
       const post = imageBytes(error.extra.postImage);
       await moveDocument(ctx, table, name, shard, pre, post);

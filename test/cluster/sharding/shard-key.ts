@@ -60,7 +60,7 @@ export class ShardKeyPattern {
     let hashed = 0;
     for (const [path, kind] of Object.entries(pattern as Record<string, unknown>)) {
       if (kind === 'hashed') hashed++;
-      else if (kind !== 1) {
+      else if (Number(kind) !== 1) {
         throw new ServerError(
           'BadValue',
           `Unsupported shard key pattern ${JSON.stringify(pattern)}. Pattern must either be a single hashed field, or a list of ascending fields`,

@@ -10,7 +10,8 @@
  */
 import { addInnerCommandWrapper } from '../commands/dispatch.js';
 import type { CommandContext } from '../commands/registry.js';
-import type { ServerError } from '../errors.js';
+import { ServerError } from '../errors.js';
+import { compareTuples } from './shard-key.js';
 import { shardingError } from './errors.js';
 import type { Instance, OpContext } from '../instance.js';
 import type { Catalog } from '../storage/catalog.js';
@@ -74,13 +75,22 @@ function filteredView(state: ShardState, base: Instance, ns: string): Instance {
 /** The instance as a versioned update sees it: writes that would move a document fail with 283. */
 function ownershipCheckingView(state: ShardState, base: Instance): Instance {
   const view = Object.create(base) as Instance;
-  const check = (collection: Collection, raw: Buffer, pre: Buffer | undefined) => {
+  const check = (ctx: OpContext, collection: Collection, raw: Buffer, pre: Buffer | undefined) => {
     const table = state.tables.get(collection.ns);
-    if (table && !state.owns(table, table.pattern.keyOfRaw(raw))) throw wouldChangeOwningShard(pre, raw, pre === undefined);
+    if (!table) return;
+    const key = table.pattern.keyOfRaw(raw);
+    if (pre !== undefined && ctx.txnNumber === undefined && compareTuples(key, table.pattern.keyOfRaw(pre)) !== 0) {
+      // mongod's UpdateStage: a shard key value changes only in a retryable write or a transaction.
+      throw new ServerError(
+        'IllegalOperation',
+        'Must run update to shard key field in a multi-statement transaction or with retryWrites: true.',
+      );
+    }
+    if (!state.owns(table, key)) throw wouldChangeOwningShard(pre, raw, pre === undefined);
   };
   Object.assign(view, {
     insertDocument(ctx: OpContext, collection: Collection, raw: Buffer, id: unknown): DocEntry {
-      check(collection, raw, undefined);
+      check(ctx, collection, raw, undefined);
       return base.insertDocument(ctx, collection, raw, id);
     },
     updateDocument(
@@ -90,7 +100,7 @@ function ownershipCheckingView(state: ShardState, base: Instance): Instance {
       raw: Buffer,
       description: Record<string, unknown> | undefined,
     ): void {
-      check(collection, raw, entry.raw);
+      check(ctx, collection, raw, entry.raw);
       base.updateDocument(ctx, collection, entry, raw, description);
     },
   });

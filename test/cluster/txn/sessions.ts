@@ -12,8 +12,11 @@ export interface Session {
   lsid: { id: Binary };
   /** The active txnNumber (retryable write or transaction); undefined before the first. */
   txnNumber: Long | undefined;
-  /** The reply recorded for the retryable write at `txnNumber`, by command name. */
-  retryable: { command: string; reply: CommandReply } | undefined;
+  /**
+   * The replies recorded for the retryable write at `txnNumber`, by command name (and, for a
+   * router's batches of one write, by the `stmtIds` each carried).
+   */
+  retryable: Map<string, CommandReply> | undefined;
   /** The transaction at `txnNumber`, when that number started one. */
   transaction: Transaction | undefined;
 }

@@ -65,7 +65,14 @@ async function retryableWrite(ctx: CommandContext, name: string, run: () => Prom
     if (n.equals(session.txnNumber)) {
       if (session.transaction)
         throw new ServerError('IncompleteTransactionHistory', 'Cannot retry a retryable write that has been converted into a transaction');
-      if (session.retryable?.command === name) return { ...session.retryable.reply };
+      const recorded = session.retryable?.get(retryKey(ctx, name));
+      if (recorded) return { ...recorded };
+      // Another batch of the same write (a router sends one per shard, with their stmtIds).
+      if (session.retryable && Array.isArray(ctx.body.stmtIds)) {
+        const reply = await run();
+        session.retryable.set(retryKey(ctx, name), { ...reply });
+        return reply;
+      }
     }
   }
   // A newer txnNumber ends whatever the session was doing, an open transaction included.
@@ -74,8 +81,14 @@ async function retryableWrite(ctx: CommandContext, name: string, run: () => Prom
   session.transaction = undefined;
   session.retryable = undefined;
   const reply = await run();
-  session.retryable = { command: name, reply: { ...reply } };
+  session.retryable = new Map([[retryKey(ctx, name), { ...reply }]]);
   return reply;
+}
+
+/** What identifies one part of a retryable write: the command, and its statements' ids when given. */
+function retryKey(ctx: CommandContext, name: string): string {
+  const ids = ctx.body.stmtIds;
+  return Array.isArray(ids) ? `${name}:${ids.join(',')}` : name;
 }
 
 /** Finds (or starts) the transaction a request belongs to, with mongod's checks. */

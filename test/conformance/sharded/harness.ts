@@ -34,6 +34,7 @@ export interface ShardedTarget {
 /** Options for the test cluster a suite starts (a real target is used as it is). */
 export interface LocalClusterOptions {
   orphanCleanupDelaySecs?: number;
+  balancerIntervalMs?: number;
   oplogSizeMB?: number;
   users?: { user: string; password: string; roles: string[] }[];
 }

@@ -11,6 +11,8 @@ import { installAccessControl, type AccessOptions } from '../auth/access.js';
 import { dispatch } from '../commands/dispatch.js';
 import type { ConnectionInfo } from '../commands/registry.js';
 import { defineRouterCommand } from './commands.js';
+// The private node runs the replica-set server's own command code (the auth commands).
+import '../commands/index.js';
 import type { Router } from './router.js';
 
 export type RouterAccessOptions = AccessOptions;

@@ -110,7 +110,7 @@ function checkBatchSize(count: number): void {
  * statements' positions in the client's command (`stmtIds`), so that a shard executes each
  * batch once however many the write was split into, and a retry of the whole write again once.
  */
-function send(
+async function send(
   ctx: RouterContext,
   shard: string,
   base: Record<string, unknown>,
@@ -119,7 +119,11 @@ function send(
   indexes?: number[],
 ): Promise<Reply> {
   const stmtIds = indexes && ctx.txnNumber !== undefined && !ctx.inTransaction ? { stmtIds: indexes } : {};
-  return runOnShard(ctx, shard, { ...base, ...stmtIds }, [{ name: field, docs: statements }]);
+  const reply = await runOnShard(ctx, shard, { ...base, ...stmtIds }, [{ name: field, docs: statements }]);
+  // In a transaction a failed statement fails the command, with its labels (it aborted the
+  // transaction everywhere); a document to move (WouldChangeOwningShard) is handled by the caller.
+  if (ctx.inTransaction && !reply.ok && reply.error().code !== 283) throw reply.error();
+  return reply;
 }
 
 /**

@@ -13,10 +13,10 @@ import {
   MAX_WIRE_VERSION,
   MAX_WRITE_BATCH_SIZE,
   SERVER_VERSION,
+  buildInfoReply,
 } from '../commands/handshake.js';
 import { type RouterContext, type RouterReply, defineRouterCommand } from './commands.js';
-import { clientFields } from './forward.js';
-import { passOn } from './ddl.js';
+import { clientFields, passOn } from './forward.js';
 
 async function hello(ctx: RouterContext, legacy: boolean): Promise<RouterReply> {
   const { router, body } = ctx;
@@ -58,24 +58,7 @@ defineRouterCommand({ name: 'ping', noAuth: true, handler: () => ({}) });
 defineRouterCommand({ name: 'isdbgrid', handler: () => ({ isdbgrid: 1, hostname: '127.0.0.1' }) });
 defineRouterCommand({ name: 'whatsmyuri', noAuth: true, handler: () => ({ you: '127.0.0.1:0' }) });
 
-defineRouterCommand({
-  name: 'buildInfo',
-  aliases: ['buildinfo'],
-  noAuth: true,
-  handler: () => ({
-    version: SERVER_VERSION,
-    gitVersion: 'ferry-test-cluster',
-    versionArray: [...SERVER_VERSION.split('.').map(Number), 0],
-    bits: 64,
-    debug: false,
-    maxBsonObjectSize: MAX_BSON_OBJECT_SIZE,
-    storageEngines: [],
-    javascriptEngine: 'none',
-    modules: [],
-    openssl: { running: 'disabled' },
-    buildEnvironment: {},
-  }),
-});
+defineRouterCommand({ name: 'buildInfo', aliases: ['buildinfo'], noAuth: true, handler: buildInfoReply });
 
 defineRouterCommand({
   name: 'hostInfo',

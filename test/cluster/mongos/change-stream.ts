@@ -17,7 +17,7 @@ import { parseChangeStreamSpec } from '../changestream/spec.js';
 import { encodeToken, highWaterMark } from '../changestream/token.js';
 import type { RouterContext, RouterReply } from './commands.js';
 import { runOnShard } from './forward.js';
-import { type RouterCursor, readCursorReply } from './merge-cursor.js';
+import { type RouterCursor, killShardCursors, readCursorReply } from './merge-cursor.js';
 import { openRouterCursor } from './cursor-commands.js';
 import { num } from './router.js';
 import { promote } from './targeting.js';
@@ -197,15 +197,7 @@ class RouterChangeStream implements RouterCursor {
   close(): void {
     if (this.closed) return;
     this.closed = true;
-    for (const source of this.sources) {
-      if (source.id.isZero()) continue;
-      const id = source.id;
-      source.id = Long.fromNumber(0);
-      void this.ctx.router
-        .shard(source.shard)
-        .client.run(this.ctx.db, { killCursors: source.collection, cursors: [id] })
-        .catch(() => undefined);
-    }
+    killShardCursors(this.ctx, this.sources);
   }
 }
 

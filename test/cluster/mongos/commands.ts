@@ -4,6 +4,7 @@
  * and shard keys route exactly (hashed keys are int64).
  */
 import type { Long } from 'bson';
+import { ServerError } from '../errors.js';
 import type { Router, RouterConnection } from './router.js';
 
 export type { RouterConnection };
@@ -47,4 +48,13 @@ export function defineRouterCommand(command: RouterCommand): void {
 
 export function lookupRouterCommand(name: string): RouterCommand | undefined {
   return table.get(name);
+}
+
+/** The collection a command names in `field` (its first field, usually). */
+export function collectionArg(ctx: RouterContext, field: string): string {
+  const name = ctx.body[field];
+  if (typeof name !== 'string' || name.length === 0) {
+    throw new ServerError('InvalidNamespace', `Invalid namespace specified '${ctx.db}.${String(name)}'`);
+  }
+  return name;
 }

@@ -6,31 +6,17 @@
  * that a change stream through the router reports each change once. Listings come from the
  * primary shard; `listDatabases`, `dbStats` and `collStats` add up what the shards report.
  */
-import { BSON, Long } from 'bson';
+import { Long } from 'bson';
 import { ServerError } from '../errors.js';
-import { typed } from '../raw.js';
 import type { Reply } from '../sharding/node-client.js';
-import { type RouterContext, type RouterReply, defineRouterCommand } from './commands.js';
-import { clientFields, runOnShard } from './forward.js';
+import { type RouterContext, type RouterReply, defineRouterCommand, collectionArg } from './commands.js';
+import { clientFields, passOn, runOnShard } from './forward.js';
 import { MergedCursor, readCursorReply, sourceOf } from './merge-cursor.js';
 import { openRouterCursor } from './cursor-commands.js';
 import { checkNamespace, num, type Router } from './router.js';
 
 /** A shard's reply passed on as the router's (its cluster time fields dropped). */
-export function passOn(reply: Reply): RouterReply {
-  if (!reply.ok) throw reply.error();
-  const { $clusterTime: _t, operationTime: _o, ok: _ok, ...rest } = reply.typed;
-  return rest;
-}
-
-function collectionOf(ctx: RouterContext, command: string): string {
-  const name = ctx.body[command];
-  if (typeof name !== 'string' || name.length === 0)
-    throw new ServerError('InvalidNamespace', `Invalid namespace specified '${ctx.db}.${String(name)}'`);
-  return name;
-}
-
-/**
+export /**
  * Runs a DDL command on a collection: its primary shard (the reply), and for a sharded
  * collection every other shard too, as a participant.
  */
@@ -50,7 +36,7 @@ for (const command of ['create', 'createIndexes', 'dropIndexes', 'collMod']) {
   defineRouterCommand({
     name: command,
     handler: async (ctx) => {
-      const ns = `${ctx.db}.${collectionOf(ctx, command)}`;
+      const ns = `${ctx.db}.${collectionArg(ctx, command)}`;
       if (ctx.db === 'admin' || ctx.db === 'config') {
         return passOn(await ctx.router.config.run(ctx.db, clientFields(ctx)));
       }
@@ -79,7 +65,7 @@ async function forgetSharding(router: Router, ns: string): Promise<void> {
 defineRouterCommand({
   name: 'drop',
   handler: async (ctx) => {
-    const ns = `${ctx.db}.${collectionOf(ctx, 'drop')}`;
+    const ns = `${ctx.db}.${collectionArg(ctx, 'drop')}`;
     const release = await ctx.router.gates.exclusive(ns);
     try {
       const reply = await runDdl(ctx, ns, clientFields(ctx), false);
@@ -145,7 +131,7 @@ async function listOn(ctx: RouterContext, shard: string): Promise<RouterReply> {
 defineRouterCommand({
   name: 'listCollections',
   handler: async (ctx) => {
-    if (ctx.db === 'admin' || ctx.db === 'config') return passOnCursor(ctx, await ctx.router.config.run(ctx.db, clientFields(ctx)));
+    if (ctx.db === 'admin' || ctx.db === 'config') return passOn(await ctx.router.config.run(ctx.db, clientFields(ctx)));
     const primary = await ctx.router.primaryOf(ctx.db, false);
     if (!primary) return { cursor: { firstBatch: [], id: Long.fromNumber(0), ns: `${ctx.db}.$cmd.listCollections` } };
     return listOn(ctx, primary.id);
@@ -155,18 +141,13 @@ defineRouterCommand({
 defineRouterCommand({
   name: 'listIndexes',
   handler: async (ctx) => {
-    const ns = `${ctx.db}.${collectionOf(ctx, 'listIndexes')}`;
-    if (ctx.db === 'admin' || ctx.db === 'config') return passOnCursor(ctx, await ctx.router.config.run(ctx.db, clientFields(ctx)));
+    const ns = `${ctx.db}.${collectionArg(ctx, 'listIndexes')}`;
+    if (ctx.db === 'admin' || ctx.db === 'config') return passOn(await ctx.router.config.run(ctx.db, clientFields(ctx)));
     const primary = await ctx.router.primaryOf(ctx.db, false);
     if (!primary) throw new ServerError('NamespaceNotFound', `ns does not exist: ${ns}`);
     return listOn(ctx, primary.id);
   },
 });
-
-/** A config server's cursor reply, whole (its listings are small and single-batch). */
-function passOnCursor(_ctx: RouterContext, reply: Reply): RouterReply {
-  return passOn(reply);
-}
 
 defineRouterCommand({
   name: 'listDatabases',
@@ -224,7 +205,7 @@ defineRouterCommand({
 defineRouterCommand({
   name: 'collStats',
   handler: async (ctx) => {
-    const ns = `${ctx.db}.${collectionOf(ctx, 'collStats')}`;
+    const ns = `${ctx.db}.${collectionArg(ctx, 'collStats')}`;
     const router = ctx.router;
     const table = router.tableOf(ns);
     if (!table) {
@@ -258,7 +239,3 @@ defineRouterCommand({
     };
   },
 });
-
-export function decodeTyped(raw: Buffer): Record<string, unknown> {
-  return BSON.deserialize(raw, typed) as Record<string, unknown>;
-}

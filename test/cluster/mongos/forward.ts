@@ -7,7 +7,7 @@
  */
 import type { DocumentSequence } from '../sharding/framing.js';
 import type { Reply } from '../sharding/node-client.js';
-import type { RouterContext } from './commands.js';
+import type { RouterContext, RouterReply } from './commands.js';
 import type { Router } from './router.js';
 import type { RouterTransaction } from './sessions.js';
 
@@ -96,4 +96,11 @@ export async function abortEverywhere(router: Router, lsid: { id: unknown }, txn
 /** A retryable write: `lsid` and `txnNumber`, outside a transaction. */
 export function isRetryableWrite(ctx: RouterContext): boolean {
   return ctx.lsid !== undefined && ctx.txnNumber !== undefined && !ctx.inTransaction;
+}
+
+/** A shard's reply passed on as the router's (its cluster time fields dropped); an error is thrown. */
+export function passOn(reply: Reply): RouterReply {
+  if (!reply.ok) throw reply.error();
+  const { $clusterTime: _t, operationTime: _o, ok: _ok, ...rest } = reply.typed;
+  return rest;
 }

@@ -73,6 +73,19 @@ export interface MergeOptions {
   projection?: Projection;
 }
 
+/** Kills the shard cursors still open among `sources` (best effort, not awaited). */
+export function killShardCursors(ctx: RouterContext, sources: { shard: string; id: Long; collection: string }[]): void {
+  for (const source of sources) {
+    if (source.id.isZero()) continue;
+    const id = source.id;
+    source.id = Long.fromNumber(0);
+    void ctx.router
+      .shard(source.shard)
+      .client.run(ctx.db, { killCursors: source.collection, cursors: [id] })
+      .catch(() => undefined);
+  }
+}
+
 export function sourceOf(shard: string, batch: ShardBatch): CursorSource {
   return { shard, id: batch.id, collection: batch.ns.slice(batch.ns.indexOf('.') + 1), buffer: batch.docs, keys: [], at: 0 };
 }
@@ -190,14 +203,6 @@ export class MergedCursor implements RouterCursor {
   close(): void {
     if (this.closed) return;
     this.closed = true;
-    for (const source of this.sources) {
-      if (source.id.isZero()) continue;
-      const id = source.id;
-      source.id = Long.fromNumber(0);
-      void this.ctx.router
-        .shard(source.shard)
-        .client.run(this.ctx.db, { killCursors: source.collection, cursors: [id] })
-        .catch(() => undefined);
-    }
+    killShardCursors(this.ctx, this.sources);
   }
 }

@@ -7,28 +7,20 @@
 import { BSON, Long } from 'bson';
 import { ServerError } from '../errors.js';
 import { PullCursor } from '../cursor.js';
-import { RawDocArray, promoted, serialize, typed } from '../raw.js';
+import { RawDocArray, serialize, typed } from '../raw.js';
 import { parseProjection } from '../query/projection.js';
 import { parseSort } from '../query/sort.js';
 import { compareValues } from '../bson-order.js';
 import { canonicalKey } from '../storage/keys.js';
 import { aggregate } from '../query/aggregate/source.js';
 import { isChangeStreamPipeline } from '../changestream/open.js';
-import { type RouterContext, type RouterReply, defineRouterCommand } from './commands.js';
+import { type RouterContext, type RouterReply, defineRouterCommand, collectionArg } from './commands.js';
 import { clientFields, runOnShard } from './forward.js';
 import { type CursorSource, MergedCursor, type RouterCursor, readCursorReply, sourceOf } from './merge-cursor.js';
 import { openRouterCursor } from './cursor-commands.js';
 import { num } from './router.js';
 import { promote, targetQuery, versionFields, type Target } from './targeting.js';
 import { openRouterChangeStream } from './change-stream.js';
-
-function collectionName(ctx: RouterContext, field: string): string {
-  const name = ctx.body[field];
-  if (typeof name !== 'string' || name.length === 0) {
-    throw new ServerError('InvalidNamespace', `Invalid namespace specified '${ctx.db}.${String(name)}'`);
-  }
-  return name;
-}
 
 function objectArg(ctx: RouterContext, field: string): Record<string, unknown> | undefined {
   const v = ctx.body[field];
@@ -63,7 +55,7 @@ function emptyCursor(ns: string): RouterReply {
 defineRouterCommand({
   name: 'find',
   handler: async (ctx) => {
-    const name = collectionName(ctx, 'find');
+    const name = collectionArg(ctx, 'find');
     const ns = `${ctx.db}.${name}`;
     const filter = objectArg(ctx, 'filter');
     const target = await targetQuery(ctx, ns, promote(filter));
@@ -103,7 +95,7 @@ defineRouterCommand({
 defineRouterCommand({
   name: 'count',
   handler: async (ctx) => {
-    const name = collectionName(ctx, 'count');
+    const name = collectionArg(ctx, 'count');
     const ns = `${ctx.db}.${name}`;
     const query = objectArg(ctx, 'query');
     const target = await targetQuery(ctx, ns, promote(query));
@@ -128,7 +120,7 @@ defineRouterCommand({
 defineRouterCommand({
   name: 'distinct',
   handler: async (ctx) => {
-    const name = collectionName(ctx, 'distinct');
+    const name = collectionArg(ctx, 'distinct');
     const ns = `${ctx.db}.${name}`;
     const target = await targetQuery(ctx, ns, promote(objectArg(ctx, 'query')));
     if (target.shards.length === 0) return { values: [] };
@@ -221,7 +213,7 @@ defineRouterCommand({
         { batchSize },
       );
     }
-    const name = collectionName(ctx, 'aggregate');
+    const name = collectionArg(ctx, 'aggregate');
     const ns = `${ctx.db}.${name}`;
     const [firstName, firstArg] = pipeline.length > 0 ? stageOf(pipeline[0]) : ['', undefined];
     const leadingMatch = firstName === '$match' ? (promote(firstArg) as Record<string, unknown>) : undefined;
@@ -330,5 +322,3 @@ defineRouterCommand({
     };
   },
 });
-
-export { promoted };

@@ -7,12 +7,12 @@
  * shapes: `config.shards`, `config.databases`, `config.collections`, `config.chunks` (by
  * collection UUID, with `min`, `max`, `shard`, `lastmod`, `history`), `config.settings`.
  */
-import { Long, ObjectId, Timestamp, UUID } from 'bson';
+import { Long, ObjectId, Timestamp } from 'bson';
 import { ServerError } from '../errors.js';
 import { shardingError } from '../sharding/errors.js';
 import { findAll } from '../sharding/config-reads.js';
 import { uuidOf } from '../sharding/routing-table.js';
-import { MAX_KEY, MIN_KEY, ShardKeyPattern, type KeyTuple, compareTuples } from '../sharding/shard-key.js';
+import { MIN_KEY, ShardKeyPattern, type KeyTuple, compareTuples } from '../sharding/shard-key.js';
 import { type RouterContext, defineRouterCommand } from './commands.js';
 import { checkNamespace, num, type Router } from './router.js';
 import { chunkForRange, moveChunk, requireShard, splitChunk } from './migration.js';
@@ -380,5 +380,3 @@ defineRouterCommand({
     return { flushed: true };
   },
 });
-
-export { MAX_KEY, UUID };

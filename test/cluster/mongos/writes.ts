@@ -22,8 +22,8 @@ import { prepareForInsert, serialize, typed } from '../raw.js';
 import { shardingError } from '../sharding/errors.js';
 import type { RoutingTable } from '../sharding/routing-table.js';
 import type { Reply } from '../sharding/node-client.js';
-import { type RouterContext, type RouterReply, defineRouterCommand } from './commands.js';
-import { clientFields, runOnShard } from './forward.js';
+import { type RouterContext, type RouterReply, defineRouterCommand, collectionArg } from './commands.js';
+import { clientFields, passOn, runOnShard } from './forward.js';
 import { num } from './router.js';
 import { promote, versionFields } from './targeting.js';
 import { commitAcross, internalTransaction } from './transactions.js';
@@ -77,13 +77,6 @@ class WriteResult {
     if (this.writeConcernError) out.writeConcernError = this.writeConcernError;
     return out;
   }
-}
-
-function collectionName(ctx: RouterContext, field: string): string {
-  const name = ctx.body[field];
-  if (typeof name !== 'string' || name.length === 0)
-    throw new ServerError('InvalidNamespace', `Invalid namespace specified '${ctx.db}.${String(name)}'`);
-  return name;
 }
 
 /** The statements of a write command: its document sequence, or its body array (raw). */
@@ -202,7 +195,7 @@ async function runSingleTargeted(
 defineRouterCommand({
   name: 'insert',
   handler: async (ctx) => {
-    const name = collectionName(ctx, 'insert');
+    const name = collectionArg(ctx, 'insert');
     const ns = `${ctx.db}.${name}`;
     const docs = statementsOf(ctx, 'documents');
     checkBatchSize(docs.length);
@@ -239,13 +232,6 @@ defineRouterCommand({
     }
   },
 });
-
-/** A shard's reply, as the router's (without the shard's cluster time fields). */
-function passOn(reply: Reply): RouterReply {
-  if (!reply.ok) throw reply.error();
-  const { $clusterTime: _t, operationTime: _o, ok: _ok, ...rest } = reply.typed;
-  return rest;
-}
 
 interface Statement {
   index: number;
@@ -395,7 +381,7 @@ async function handleMoves(
 
 async function routeUpdateOrDelete(ctx: RouterContext, kind: 'update' | 'delete'): Promise<RouterReply> {
   const field = kind === 'update' ? 'updates' : 'deletes';
-  const name = collectionName(ctx, kind);
+  const name = collectionArg(ctx, kind);
   const ns = `${ctx.db}.${name}`;
   const raws = statementsOf(ctx, field);
   checkBatchSize(raws.length);
@@ -466,7 +452,7 @@ defineRouterCommand({
   name: 'findAndModify',
   aliases: ['findandmodify'],
   handler: async (ctx) => {
-    const name = collectionName(ctx, Object.keys(ctx.body)[0]!);
+    const name = collectionArg(ctx, Object.keys(ctx.body)[0]!);
     const ns = `${ctx.db}.${name}`;
     const release = await ctx.router.gates.write(ns);
     try {

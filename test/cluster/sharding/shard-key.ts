@@ -4,7 +4,7 @@
  * fixes by equality, and the document key (`{<shard key fields>, _id}`) a shard records in its
  * oplog. Follows MongoDB 8.0: a missing shard-key field counts as null (4.4+), arrays are refused.
  */
-import { type Long, MaxKey, MinKey } from 'bson';
+import { MaxKey, MinKey } from 'bson';
 import { compareValues } from '../bson-order.js';
 import { ServerError } from '../errors.js';
 import { decodeElement, typed, valueSize } from '../raw.js';
@@ -246,6 +246,3 @@ function locate(doc: Buffer, parts: readonly Buffer[], start: number, depth: num
 export function inRange(tuple: KeyTuple, min: KeyTuple, max: KeyTuple): boolean {
   return compareTuples(tuple, min) >= 0 && compareTuples(tuple, max) < 0;
 }
-
-/** A hash as chunk bounds hold it (NumberLong). */
-export type HashValue = Long;

@@ -210,6 +210,7 @@ defineRouterCommand({
         return passOn(reply);
       }
       const result = new WriteResult();
+      if (!ordered) return (await insertUnordered(ctx, table, base, docs, result)).reply('insert');
       const items: { index: number; raw: Buffer; shard: string }[] = [];
       for (let i = 0; i < docs.length; i++) {
         let shard: string;
@@ -232,6 +233,38 @@ defineRouterCommand({
     }
   },
 });
+
+/**
+ * An unordered insert: each document's shard read from its raw shard key, each shard's share
+ * sent at once (the hot path of a bulk load through mongos: no object per document).
+ */
+async function insertUnordered(
+  ctx: RouterContext,
+  table: RoutingTable,
+  base: Record<string, unknown>,
+  docs: Buffer[],
+  result: WriteResult,
+): Promise<WriteResult> {
+  const groups = new Map<string, { indexes: number[]; docs: Buffer[] }>();
+  for (let i = 0; i < docs.length; i++) {
+    let shard: string;
+    try {
+      shard = table.shardOf(table.pattern.keyOfRaw(docs[i]!));
+    } catch (e) {
+      if (!(e instanceof ServerError)) throw e;
+      result.failed(i, e);
+      continue;
+    }
+    let group = groups.get(shard);
+    if (!group) groups.set(shard, (group = { indexes: [], docs: [] }));
+    group.indexes.push(i);
+    group.docs.push(docs[i]!);
+  }
+  const entries = [...groups.entries()];
+  const replies = await Promise.all(entries.map(([shard, group]) => send(ctx, shard, base, 'documents', group.docs, group.indexes)));
+  replies.forEach((reply, i) => result.add(reply, entries[i]![1].indexes));
+  return result;
+}
 
 interface Statement {
   index: number;

@@ -49,15 +49,18 @@ export interface DocumentSequence {
 /**
  * One OP_MSG: a body (already BSON) and optional document sequences, whose documents are copied
  * into the message as they are: a router forwards the bytes it received without decoding them.
+ * `scratch`, when large enough, is written into (and a view of it returned) instead of new memory.
  */
-export function buildMessage(requestId: number, responseTo: number, body: Buffer, sequences: readonly DocumentSequence[] = []): Buffer {
-  let length = 16 + 4 + 1 + body.length;
+export function buildMessage(
+  requestId: number,
+  responseTo: number,
+  body: Buffer,
+  sequences: readonly DocumentSequence[] = [],
+  scratch?: Buffer,
+): Buffer {
+  const length = messageLength(body, sequences);
   const names = sequences.map((s) => Buffer.from(`${s.name}\0`, 'utf8'));
-  sequences.forEach((s, i) => {
-    length += 1 + 4 + names[i]!.length;
-    for (const d of s.docs) length += d.length;
-  });
-  const out = Buffer.allocUnsafe(length);
+  const out = scratch && scratch.length >= length ? scratch.subarray(0, length) : Buffer.allocUnsafe(length);
   out.writeInt32LE(length, 0);
   out.writeInt32LE(requestId, 4);
   out.writeInt32LE(responseTo, 8);
@@ -74,6 +77,16 @@ export function buildMessage(requestId: number, responseTo: number, body: Buffer
     out.writeInt32LE(at - sizeAt, sizeAt);
   });
   return out;
+}
+
+/** The length of the OP_MSG `buildMessage` makes. */
+export function messageLength(body: Buffer, sequences: readonly DocumentSequence[]): number {
+  let length = 16 + 4 + 1 + body.length;
+  for (const s of sequences) {
+    length += 1 + 4 + Buffer.byteLength(s.name) + 1;
+    for (const d of s.docs) length += d.length;
+  }
+  return length;
 }
 
 /** The body section of an OP_MSG reply (replies carry a body only). */

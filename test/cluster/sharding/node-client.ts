@@ -11,7 +11,7 @@ import type { ClusterClock } from '../clock.js';
 import { ServerError } from '../errors.js';
 import { decodeBody } from '../wire.js';
 import { decodeElement, findElement, serialize, typed } from '../raw.js';
-import { type DocumentSequence, buildMessage, readMessages, replyBody } from './framing.js';
+import { type DocumentSequence, buildMessage, messageLength, readMessages, replyBody } from './framing.js';
 import { shardingError } from './errors.js';
 import { scramClientConversation, type InternalCredentials } from './scram-client.js';
 
@@ -64,6 +64,9 @@ export function hostUnreachable(host: string, why: string): ServerError {
   return shardingError('HostUnreachable', `Error connecting to ${host} :: caused by :: ${why}`);
 }
 
+/** Messages from this size on are built in a buffer the connection keeps. */
+const SCRATCH_MIN_BYTES = 64 * 1024;
+
 const ZERO_SIGNATURE = { hash: Buffer.alloc(20), keyId: Long.fromNumber(0) };
 
 export interface NodeClientOptions {
@@ -76,6 +79,7 @@ export interface NodeClientOptions {
 class Connection {
   private waiting: { resolve(reply: Buffer): void; reject(e: Error): void } | undefined;
   private nextRequestId = 1;
+  private scratch: Buffer | undefined;
   closed = false;
 
   constructor(
@@ -105,7 +109,12 @@ class Connection {
     return new Promise((resolve, reject) => {
       if (this.closed) return reject(hostUnreachable(this.host, 'connection closed'));
       this.waiting = { resolve, reject };
-      this.socket.write(buildMessage(this.nextRequestId++, 0, body, sequences));
+      // Large messages (a router's batches) reuse this connection's buffer: the previous message
+      // was wholly sent, since its reply came back, before the next one is built.
+      const length = messageLength(body, sequences);
+      if (length >= SCRATCH_MIN_BYTES && (this.scratch?.length ?? 0) < length) this.scratch = Buffer.allocUnsafeSlow(length);
+      const scratch = length >= SCRATCH_MIN_BYTES ? this.scratch : undefined;
+      this.socket.write(buildMessage(this.nextRequestId++, 0, body, sequences, scratch));
     });
   }
 }

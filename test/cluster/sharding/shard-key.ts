@@ -4,7 +4,7 @@
  * fixes by equality, and the document key (`{<shard key fields>, _id}`) a shard records in its
  * oplog. Follows MongoDB 8.0: a missing shard-key field counts as null (4.4+), arrays are refused.
  */
-import { MaxKey, MinKey } from 'bson';
+import { Long, MaxKey, MinKey } from 'bson';
 import { compareValues } from '../bson-order.js';
 import { ServerError } from '../errors.js';
 import { decodeElement, typed, valueSize } from '../raw.js';
@@ -27,10 +27,20 @@ export const MAX_KEY = new MaxKey();
 /** Orders two key tuples field by field in BSON order (MinKey and MaxKey included). */
 export function compareTuples(a: KeyTuple, b: KeyTuple): number {
   for (let i = 0; i < a.length; i++) {
-    const c = compareValues(a[i], b[i]);
+    const x = a[i];
+    const y = b[i];
+    // Hashed keys are int64s: compared by their words, without the generic numeric path's conversions.
+    const c = x instanceof Long && y instanceof Long ? compareLongs(x, y) : compareValues(x, y);
     if (c !== 0) return c;
   }
   return 0;
+}
+
+function compareLongs(x: Long, y: Long): number {
+  if (x.high !== y.high) return x.high < y.high ? -1 : 1;
+  const a = x.low >>> 0;
+  const b = y.low >>> 0;
+  return a < b ? -1 : a > b ? 1 : 0;
 }
 
 /** mongod's error for a document whose shard key holds an array (ShardKeyNotFound is not it). */
@@ -229,10 +239,12 @@ function locate(doc: Buffer, parts: readonly Buffer[], start: number, depth: num
   const end = start + doc.readInt32LE(start) - 1;
   for (let at = start + 4; at < end;) {
     const type = doc[at]!;
-    const nameEnd = doc.indexOf(0, at + 1);
+    // Field names are short: byte loops beat native calls (this runs for every routed document).
+    let nameEnd = at + 1;
+    while (doc[nameEnd] !== 0) nameEnd++;
     const valueAt = nameEnd + 1;
     const next = valueAt + valueSize(doc, type, valueAt);
-    if (nameEnd - at - 1 === name.length && doc.compare(name, 0, name.length, at + 1, nameEnd) === 0) {
+    if (nameEnd - at - 1 === name.length && sameBytes(doc, at + 1, name)) {
       if (depth + 1 === parts.length || type === 0x04) return { type, start: at, valueAt, end: next };
       if (type === 0x03) return locate(doc, parts, valueAt, depth + 1);
       return undefined;
@@ -240,6 +252,11 @@ function locate(doc: Buffer, parts: readonly Buffer[], start: number, depth: num
     at = next;
   }
   return undefined;
+}
+
+function sameBytes(doc: Buffer, at: number, name: Buffer): boolean {
+  for (let i = 0; i < name.length; i++) if (doc[at + i] !== name[i]) return false;
+  return true;
 }
 
 /** Whether a tuple lies in [min, max). */

@@ -122,6 +122,19 @@ shardedConformance(
       const [event] = await collect(resumed, 1);
       await closeStream(resumed);
       assert.equal(event?.documentKey._id, 1);
+      // A whole-cluster stream (admin, allChangesForCluster) advances the same way.
+      const cluster = await openStream(t.client.db('admin'), undefined, { allChangesForCluster: true });
+      const clusterFirst = cluster.pbrt._data as string;
+      let clusterLater = clusterFirst;
+      for (let i = 0; i < 30 && clusterLater === clusterFirst; i++) {
+        await getMore(cluster, 500);
+        clusterLater = cluster.pbrt._data as string;
+      }
+      await t.db.collection('idle').insertOne({ _id: 0 } as Document);
+      const [clusterEvent] = await collect(cluster, 1);
+      await closeStream(cluster);
+      assert.ok(clusterLater > clusterFirst);
+      assert.deepEqual(clusterEvent?.ns, { db: t.db.databaseName, coll: 'idle' });
     });
 
     test('showExpandedEvents reports shardCollection with its shard key', async () => {

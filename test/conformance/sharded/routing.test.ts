@@ -158,6 +158,12 @@ shardedConformance('sharded routing and catalog', (target) => {
       stats.reduce((n, s) => n + s.count, 0),
       200,
     );
+    const dbStats = await t.db.command({ dbStats: 1 });
+    assert.ok(dbStats.objects >= 200);
+    const collStats = await t.db.command({ collStats: 'hashed' });
+    assert.equal(collStats.sharded, true);
+    assert.equal(collStats.count, 200);
+    assert.deepEqual(Object.keys(collStats.shards).sort(), t.shards.map((s) => s.id).sort());
     const sampled = await coll.aggregate([{ $sample: { size: 20 } }, { $project: { _id: 1 } }]).toArray();
     assert.equal(sampled.length, 20);
     assert.equal(new Set(sampled.map((d) => d._id)).size, 20);

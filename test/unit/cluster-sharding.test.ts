@@ -98,6 +98,12 @@ test('a routing table finds the chunk holding any key (MinKey and MaxKey bounds,
       assert.ok(compareTuples(chunk.min, key) <= 0 && compareTuples(key, chunk.max) < 0);
     }),
   );
+  fc.assert(
+    fc.property(shortValue, (value) => {
+      const doc = serialize({ _id: value, other: 1 });
+      assert.equal(table.shardOfRaw(doc), table.shardOf(table.pattern.keyOfRaw(doc)), 'the one-field fast path agrees');
+    }),
+  );
   assert.equal(table.shardOf([Long.fromNumber(0)]), 'shard02');
   assert.equal(table.shardOf([Long.fromNumber(-1)]), 'shard01');
   assert.deepEqual(table.shards(), ['shard01', 'shard02']);

@@ -154,19 +154,21 @@ class RouterChangeStream implements RouterCursor {
     }
   }
 
+  /** One shard's getMore; never rejects (a failure is kept and thrown by the next batch). */
   private async getMore(source: StreamSource, maxTimeMS: number): Promise<void> {
-    const reply = await runOnShard(
-      this.ctx,
-      source.shard,
-      { getMore: source.id, collection: source.collection, maxTimeMS },
-      [],
-      this.ctx.db,
-    );
-    if (!reply.ok) {
-      this.failure ??= reply.error();
-      return;
+    try {
+      const reply = await runOnShard(
+        this.ctx,
+        source.shard,
+        { getMore: source.id, collection: source.collection, maxTimeMS },
+        [],
+        this.ctx.db,
+      );
+      if (!reply.ok) this.failure ??= reply.error();
+      else if (!this.closed) absorb(source, readCursorReply(reply.raw));
+    } catch (e) {
+      this.failure ??= e instanceof ServerError ? e : new ServerError('InternalError', String(e));
     }
-    absorb(source, readCursorReply(reply.raw));
   }
 
   private failure: ServerError | undefined;

@@ -215,7 +215,7 @@ defineRouterCommand({
       for (let i = 0; i < docs.length; i++) {
         let shard: string;
         try {
-          shard = table.shardOf(table.pattern.keyOfRaw(docs[i]!));
+          shard = table.shardOfRaw(docs[i]!);
         } catch (e) {
           if (!(e instanceof ServerError)) throw e;
           result.failed(i, e);
@@ -249,7 +249,7 @@ async function insertUnordered(
   for (let i = 0; i < docs.length; i++) {
     let shard: string;
     try {
-      shard = table.shardOf(table.pattern.keyOfRaw(docs[i]!));
+      shard = table.shardOfRaw(docs[i]!);
     } catch (e) {
       if (!(e instanceof ServerError)) throw e;
       result.failed(i, e);

@@ -4,7 +4,7 @@
  * find the owner of a key; shards find the ranges they own.
  */
 import { type ObjectId, type Timestamp, UUID } from 'bson';
-import { type KeyTuple, ShardKeyPattern, compareTuples } from './shard-key.js';
+import { type KeyTuple, ShardKeyPattern, compareKeyValues, compareTuples } from './shard-key.js';
 
 /** One `config.chunks` entry, with its bounds as tuples. */
 export interface Chunk {
@@ -54,6 +54,23 @@ export class RoutingTable {
       else hi = mid - 1;
     }
     return lo;
+  }
+
+  /**
+   * The shard owning a raw document: for a one-field key (most are), its value is compared with
+   * the chunks' bounds directly, no tuple built (a router routes every document this way).
+   */
+  shardOfRaw(doc: Buffer): string {
+    if (this.pattern.fields.length !== 1) return this.shardOf(this.pattern.keyOfRaw(doc));
+    const value = this.pattern.valueOfRaw(doc, this.pattern.fields[0]!);
+    let lo = 0;
+    let hi = this.chunks.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >>> 1;
+      if (compareKeyValues(this.chunks[mid]!.min[0], value) <= 0) lo = mid;
+      else hi = mid - 1;
+    }
+    return this.chunks[lo]!.shard;
   }
 
   /** The chunk holding `key`. */

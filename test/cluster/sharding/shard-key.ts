@@ -24,13 +24,15 @@ export type KeyTuple = unknown[];
 export const MIN_KEY = new MinKey();
 export const MAX_KEY = new MaxKey();
 
+/** Orders two key values in BSON order; hashed keys (int64s) by their words, without conversions. */
+export function compareKeyValues(x: unknown, y: unknown): number {
+  return x instanceof Long && y instanceof Long ? compareLongs(x, y) : compareValues(x, y);
+}
+
 /** Orders two key tuples field by field in BSON order (MinKey and MaxKey included). */
 export function compareTuples(a: KeyTuple, b: KeyTuple): number {
   for (let i = 0; i < a.length; i++) {
-    const x = a[i];
-    const y = b[i];
-    // Hashed keys are int64s: compared by their words, without the generic numeric path's conversions.
-    const c = x instanceof Long && y instanceof Long ? compareLongs(x, y) : compareValues(x, y);
+    const c = compareKeyValues(a[i], b[i]);
     if (c !== 0) return c;
   }
   return 0;
@@ -120,7 +122,8 @@ export class ShardKeyPattern {
     return tuple;
   }
 
-  private valueOfRaw(doc: Buffer, field: ShardKeyField): unknown {
+  /** The value of one pattern field in a raw document, as `keyOfRaw` gives it. */
+  valueOfRaw(doc: Buffer, field: ShardKeyField): unknown {
     const found = locate(doc, field.parts, 0, 0);
     if (found === undefined) return field.hashed ? hashValue(null) : null;
     if (found.type === 0x04) throw arrayInShardKey(field.path);

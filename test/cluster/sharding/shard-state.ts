@@ -186,7 +186,13 @@ export class ShardState {
 
   /** Schedules a task's deletion after `orphanCleanupDelaySecs`. */
   scheduleRangeDeletion(task: RangeDeletion): void {
-    task.timer = setTimeout(() => this.runRangeDeletion(task), this.orphanCleanupDelaySecs * 1000);
+    task.timer = setTimeout(() => {
+      try {
+        this.runRangeDeletion(task);
+      } catch {
+        // The collection changed under the task (dropped, recreated): nothing is left to delete.
+      }
+    }, this.orphanCleanupDelaySecs * 1000);
     task.timer.unref();
   }
 

@@ -96,6 +96,8 @@ export class Transaction {
   };
 
   private makeView(): Instance {
+    // The view's methods take the view as `this`; the transaction is reached through this name.
+    // eslint-disable-next-line @typescript-eslint/no-this-alias
     const txn = this;
     const view = Object.create(this.live) as Instance;
     const base = Instance.prototype;

@@ -12,7 +12,9 @@
  * 1. the hand-off: change-event application (the one running, or a new one from its recorded
  *    position) applies every event through the commit point and stops (`appliedAt`);
  * 2. every temporary characteristic is restored (restore.ts, `restoredAt`);
- * 3. the destination's write blocking is lifted, the record says completed, and the sync's resume
+ * 3. for a reversible sync, the way back is recorded on both clusters (src/meta/way-back.ts: the
+ *    destination's time just before its user writes are allowed, and each side's write blocking);
+ * 4. the destination's write blocking is lifted, the record says completed, and the sync's resume
  *    document says COMMITTED.
  * A restore the destination refuses (duplicates that forbid a unique index) is reported by
  * namespace and index name in progress warnings and the log, and any other failure (a cluster
@@ -28,7 +30,9 @@ import { blocksDestination, blocksSource } from '../domain/start-request.js';
 import { describeTime } from '../domain/time.js';
 import { MetadataMissing } from '../errors/errors.js';
 import { NamespaceRecords } from '../meta/namespaces.js';
-import { ResumeStore } from '../meta/resume.js';
+import { ResumeStore, reversalsOf } from '../meta/resume.js';
+import { MetadataStore } from '../meta/store.js';
+import { WayBackRecord, type WayBackDocument } from '../meta/way-back.js';
 import type { CommitContext, CommitPhase, PhaseOutcome, PhaseStatus } from '../phase/contract.js';
 import { CommitRecord } from './commit-record.js';
 import { describeFailure, planRestore, runRestore, type RestoreFailure } from './restore.js';
@@ -143,12 +147,33 @@ export class Commit implements CommitPhase {
       await this.#record.mark('restoredAt');
     }
     if (blocksDestination(request.enableUserWriteBlocking)) {
+      if (request.reversible) await this.#recordWayBack();
       await setUserWriteBlocking(destination.client, false);
       logger.info('Commit: user writes on the destination are allowed again');
     }
     await this.#record.mark('completedAt');
     await new ResumeStore(store).setState('COMMITTED');
     return [];
+  }
+
+  /**
+   * Records where a reverse starts, on the destination then on the source, before the
+   * destination's user writes are allowed (src/meta/way-back.ts); a time recorded by an
+   * interrupted earlier try is kept.
+   */
+  async #recordWayBack(): Promise<void> {
+    const { source, destination, request, store, resume, logger } = this.#context;
+    const reversals = reversalsOf(resume);
+    const records = [new WayBackRecord(store), new WayBackRecord(new MetadataStore(source.client, store.instance))];
+    let recorded: WayBackDocument | null = null;
+    for (const record of records) recorded ??= await record.read(reversals);
+    const writableAt =
+      recorded?.writableAt ?? (await appendOplogNote(destination, 'user writes allowed: a reverse applies from here', store.instance));
+    const userWritesBlocked = { [request.source]: true, [request.destination]: false } as WayBackDocument['userWritesBlocked'];
+    for (const record of records) {
+      await record.write({ reversals, source: request.source, destination: request.destination, writableAt, userWritesBlocked });
+    }
+    logger.info({ writableAt: describeTime(writableAt) }, 'Commit: the way back is recorded on both clusters');
   }
 
   #pause(ms: number): Promise<void> {

@@ -176,17 +176,19 @@ export function differences(pair: ReversePair): Promise<ClusterDifference[]> {
 }
 
 /**
- * Everything a cluster holds, Ferry's metadata included: each collection's options, indexes and
- * documents, as canonical text. Two equal snapshots mean nothing was written in between.
+ * Everything a cluster holds, Ferry's metadata included, and whether it blocks user writes: each
+ * collection's options, indexes and documents, as canonical text. Two equal snapshots mean
+ * nothing was written in between. `skip` leaves namespaces out (a running sync's checkpoints).
  */
-export async function snapshot(client: MongoClient): Promise<string> {
+export async function snapshot(client: MongoClient, skip: readonly string[] = []): Promise<string> {
   const { databases } = await client.db('admin').command({ listDatabases: 1, nameOnly: true });
   const names = (databases as { name: string }[]).map((d) => d.name).filter((name) => !['admin', 'config', 'local'].includes(name));
-  const parts: Document = {};
+  const parts: Document = { userWritesBlocked: await blockMode(client) };
   for (const db of names.sort()) {
     const collections = await client.db(db).listCollections({}, { nameOnly: false }).toArray();
     for (const info of collections.sort((a, b) => (a.name < b.name ? -1 : 1))) {
       const ns = `${db}.${info.name}`;
+      if (skip.includes(ns) || info.name.startsWith('system.')) continue; // system.views: the views' options say it
       const { uuid: _uuid, ...rest } = (info as Document).info ?? {};
       parts[ns] = { options: (info as Document).options, info: rest };
       if ((info as Document).type === 'view') continue;
@@ -196,6 +198,11 @@ export async function snapshot(client: MongoClient): Promise<string> {
     }
   }
   return EJSON.stringify(parts, { relaxed: false });
+}
+
+/** Snapshots of both clusters (see `snapshot`). */
+export function snapshots(pair: ReversePair, skip: readonly string[] = []): Promise<string[]> {
+  return Promise.all(pair.root.map((client) => snapshot(client, skip)));
 }
 
 /** The metadata documents of collection `name` on `client` (Ferry's database). */

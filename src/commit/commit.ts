@@ -25,7 +25,6 @@
  */
 import { appendOplogNote, setUserWriteBlocking } from '../cluster/commands.js';
 import { asClusterError } from '../cluster/errors.js';
-import { redactUris } from '../domain/credentials.js';
 import { blocksDestination, blocksSource } from '../domain/start-request.js';
 import { describeTime } from '../domain/time.js';
 import { MetadataMissing } from '../errors/errors.js';
@@ -34,6 +33,7 @@ import { ResumeStore, reversalsOf } from '../meta/resume.js';
 import { MetadataStore } from '../meta/store.js';
 import { WayBackRecord, type WayBackDocument } from '../meta/way-back.js';
 import type { CommitContext, CommitPhase, PhaseOutcome, PhaseStatus } from '../phase/contract.js';
+import { RetryUntilDone } from '../phase/retry-until-done.js';
 import { CommitRecord } from './commit-record.js';
 import { describeFailure, planRestore, runRestore, type RestoreFailure } from './restore.js';
 
@@ -41,19 +41,15 @@ export class Commit implements CommitPhase {
   readonly name = 'commit';
   readonly #context: CommitContext;
   readonly #record: CommitRecord;
-  /** Restores the destination refused in the last try. */
-  #refused: string[] = [];
-  /** Why the last try failed otherwise (retried). */
-  #problem: string | undefined;
+  readonly #tries: RetryUntilDone;
   /** Every event through the commit point is applied: nothing lags any more. */
   #appliedThrough = false;
-  #stopping = false;
-  #wake: (() => void) | undefined;
   #running: Promise<PhaseOutcome> | undefined;
 
   constructor(context: CommitContext) {
     this.#context = context;
     this.#record = new CommitRecord(context.store);
+    this.#tries = new RetryUntilDone('commit', context.settings.commit.retryIntervalMs, context.logger);
   }
 
   async recover(): Promise<void> {
@@ -91,39 +87,25 @@ export class Commit implements CommitPhase {
   }
 
   async stop(): Promise<void> {
-    this.#stopping = true;
-    this.#wake?.();
+    this.#tries.stop();
     await this.#running?.catch(() => undefined);
   }
 
   status(): PhaseStatus {
-    const status: PhaseStatus = { warnings: this.#problem === undefined ? [...this.#refused] : [...this.#refused, this.#problem] };
+    const status: PhaseStatus = { warnings: this.#tries.warnings() };
     if (this.#appliedThrough) status.figures = { lag: { overallSeconds: 0, crudSeconds: 0, ddlSeconds: 0 } };
     return status;
   }
 
   /** Tries until the commit completes (`done`) or Ferry stops (`stopped`). */
   async #finish(): Promise<PhaseOutcome> {
-    const { logger, settings } = this.#context;
-    const retryMs = settings.commit.retryIntervalMs;
-    for (;;) {
-      try {
-        const refused = await this.#finishOnce();
-        this.#problem = undefined;
-        this.#refused = refused.map(describeFailure);
-        for (const warning of this.#refused) logger.error(warning);
-        if (refused.length === 0) break;
-      } catch (error) {
-        if (this.#stopping) return 'stopped';
-        this.#problem = `The commit could not finish yet and is retried every ${retryMs / 1000} s: ${redactUris((error as Error).message)}`;
-        logger.error({ err: error }, 'The commit could not finish yet; retrying');
-        await this.#context.changeApplication.retire();
-      }
-      await this.#pause(retryMs);
-      if (this.#stopping) return 'stopped';
-    }
-    logger.info('Commit completed: the destination is complete and writable');
-    return 'done';
+    const { changeApplication, logger } = this.#context;
+    const outcome = await this.#tries.run(
+      async () => (await this.#finishOnce()).map(describeFailure),
+      () => changeApplication.retire(),
+    );
+    if (outcome === 'done') logger.info('Commit completed: the destination is complete and writable');
+    return outcome;
   }
 
   /** One try from the record (see the module comment); the restores the destination refused, if any. */
@@ -174,16 +156,5 @@ export class Commit implements CommitPhase {
       await record.write({ reversals, source: request.source, destination: request.destination, writableAt, userWritesBlocked });
     }
     logger.info({ writableAt: describeTime(writableAt) }, 'Commit: the way back is recorded on both clusters');
-  }
-
-  #pause(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const timer = setTimeout(done, ms);
-      function done() {
-        clearTimeout(timer);
-        resolve();
-      }
-      this.#wake = done;
-    });
   }
 }

@@ -39,13 +39,13 @@ import { changeStreamReaches, setUserWriteBlocking } from '../cluster/commands.j
 import { onCluster } from '../cluster/errors.js';
 import { indexBuildTime } from '../domain/catalog.js';
 import { nameCluster } from '../domain/clusters.js';
-import { redactUris } from '../domain/credentials.js';
 import { describeTime } from '../domain/time.js';
 import { InvalidStateTransition, MetadataMissing, NotReversible, ReverseHistoryLost } from '../errors/errors.js';
 import { NamespaceRecords } from '../meta/namespaces.js';
 import { ResumeStore, reversalsOf } from '../meta/resume.js';
 import { WayBackRecord, type WayBackDocument } from '../meta/way-back.js';
 import type { PhaseOutcome, PhaseStatus, ReverseContext, ReversePhase } from '../phase/contract.js';
+import { RetryUntilDone } from '../phase/retry-until-done.js';
 import { namespaceRecord, readSourceCatalog } from '../plan/catalog.js';
 import { selectorFor } from '../plan/namespaces.js';
 import { describeTemporaryFailure, planTemporaryForms, runTemporarySteps, type TemporaryStepFailure } from '../plan/temporary-forms.js';
@@ -55,19 +55,15 @@ export class Reverse implements ReversePhase {
   readonly #context: ReverseContext;
   readonly #resume: ResumeStore;
   readonly #records: NamespaceRecords;
-  /** Changes the destination refused in the last try. */
-  #refused: string[] = [];
-  /** Why the last try failed otherwise (retried). */
-  #problem: string | undefined;
+  readonly #tries: RetryUntilDone;
   #collections = { prepared: 0, total: 0 };
-  #stopping = false;
-  #wake: (() => void) | undefined;
   #running: Promise<PhaseOutcome> | undefined;
 
   constructor(context: ReverseContext) {
     this.#context = context;
     this.#resume = new ResumeStore(context.store);
     this.#records = new NamespaceRecords(context.store);
+    this.#tries = new RetryUntilDone('reverse', context.settings.commit.retryIntervalMs, context.logger);
   }
 
   async recover(): Promise<void> {}
@@ -128,14 +124,13 @@ export class Reverse implements ReversePhase {
   }
 
   async stop(): Promise<void> {
-    this.#stopping = true;
-    this.#wake?.();
+    this.#tries.stop();
     await this.#running?.catch(() => undefined);
   }
 
   status(): PhaseStatus {
     const { prepared, total } = this.#collections;
-    const warnings = this.#problem === undefined ? [...this.#refused] : [...this.#refused, this.#problem];
+    const warnings = this.#tries.warnings();
     return {
       info: `reversing: preparing ${this.#context.request.destination} (${prepared} of ${total} collections in temporary form)`,
       readyToCommit: false,
@@ -147,27 +142,12 @@ export class Reverse implements ReversePhase {
 
   /** Tries until the reversed sync can run (`done`) or Ferry stops (`stopped`). */
   async #finish(): Promise<PhaseOutcome> {
-    const { logger, settings } = this.#context;
-    const retryMs = settings.commit.retryIntervalMs;
-    for (;;) {
-      try {
-        const refused = await this.#prepareOnce();
-        if (refused === 'stopped') return 'stopped';
-        this.#problem = undefined;
-        this.#refused = refused.map(describeTemporaryFailure);
-        for (const warning of this.#refused) logger.error(warning);
-        if (refused.length === 0) break;
-      } catch (error) {
-        if (this.#stopping) return 'stopped';
-        const reason = redactUris((error as Error).message);
-        this.#problem = `The reverse could not finish yet and is retried every ${retryMs / 1000} s: ${reason}`;
-        logger.error({ err: error }, 'The reverse could not finish yet; retrying');
-      }
-      await this.#pause(retryMs);
-      if (this.#stopping) return 'stopped';
-    }
-    logger.info('Reverse complete: change events are applied the other way');
-    return 'done';
+    const outcome = await this.#tries.run(async () => {
+      const refused = await this.#prepareOnce();
+      return refused === 'stopped' ? refused : refused.map(describeTemporaryFailure);
+    });
+    if (outcome === 'done') this.#context.logger.info('Reverse complete: change events are applied the other way');
+    return outcome;
   }
 
   /** One try from the records (see the module comment): the changes the destination refused, if any. */
@@ -194,7 +174,7 @@ export class Reverse implements ReversePhase {
     this.#collections = { prepared: records.filter((record) => record.created).length, total: records.length };
     const failures: TemporaryStepFailure[] = [];
     for (const record of records.filter((r) => !r.created)) {
-      if (this.#stopping) return 'stopped';
+      if (this.#tries.stopping) return 'stopped';
       const refused = await runTemporarySteps(destination.client, await planTemporaryForms(destination.client, record));
       if (refused.length > 0) {
         failures.push(...refused);
@@ -206,16 +186,5 @@ export class Reverse implements ReversePhase {
     if (failures.length > 0) return failures;
     await this.#resume.setState('RUNNING');
     return [];
-  }
-
-  #pause(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const timer = setTimeout(done, ms);
-      function done() {
-        clearTimeout(timer);
-        resolve();
-      }
-      this.#wake = done;
-    });
   }
 }

@@ -5,8 +5,9 @@
  * blocking). Checked through the real `ferry` process:
  *
  * - `start` with `reversible: true` and namespace filters, `buildIndexes: "never"`, or write
- *   blocking on fewer than both clusters: InvalidRequest (the rules needing kinds of cluster the
- *   test cluster cannot be, sharded ones, are test/unit/reverse-rules.test.ts's);
+ *   blocking on fewer than both clusters: InvalidRequest; between sharded clusters whose shard
+ *   counts differ, or from a replica set to a sharded cluster: ReversibleNotSupported (versions
+ *   the test cluster cannot have: test/unit/reverse-rules.test.ts);
  * - `reverse` in IDLE, RUNNING, PAUSED and COMMITTING, and twice (in REVERSING, then in the
  *   reversed sync's RUNNING): InvalidStateTransition;
  * - in REVERSING, `start`, `pause`, `resume`, `commit` and `reverse`: InvalidStateTransition;
@@ -18,11 +19,21 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Document } from 'bson';
-import type { MongoClient } from 'mongodb';
+import { MongoClient } from 'mongodb';
+import { spawnCluster, type ClusterProcess, type ShardedClusterHandle } from '../cluster/index.js';
 import { METADATA_DATABASE } from '../../src/domain/namespaces.js';
 import { RUN } from './copy-fixtures.js';
-import type { FerryProcess } from './ferry-process.js';
-import { local, metadata, REVERSIBLE, seedReversible, snapshots, startReversePair, type ReversePair } from './reverse-fixtures.js';
+import { startFerry, type FerryProcess } from './ferry-process.js';
+import {
+  local,
+  metadata,
+  REVERSIBLE,
+  seedReversible,
+  snapshot,
+  snapshots,
+  startReversePair,
+  type ReversePair,
+} from './reverse-fixtures.js';
 
 const DB = `reverse_refused_${RUN}`;
 const RETRY = { FERRY_COMMIT_RETRY_INTERVAL_MS: '200' };
@@ -221,5 +232,56 @@ describe('reverse once the way back is out of the oplog', { skip: local ? false 
     } finally {
       assert.equal(await ferry.stop(), 0);
     }
+  });
+});
+
+describe('reversible with sharded clusters', { skip: local ? false : 'needs sharded test clusters of its own' }, () => {
+  let replicaSet: ClusterProcess;
+  let oneShard: ShardedClusterHandle;
+  let twoShards: ShardedClusterHandle;
+  let clients: MongoClient[] = [];
+
+  before(async () => {
+    [replicaSet, oneShard, twoShards] = await Promise.all([spawnCluster(), spawnCluster({ shards: 1 }), spawnCluster({ shards: 2 })]);
+    clients = await Promise.all([replicaSet, oneShard, twoShards].map((cluster) => MongoClient.connect(cluster.uri)));
+    await clients[0]!
+      .db(DB)
+      .collection('items')
+      .insertOne({ _id: 1 } as Document);
+    await clients[1]!
+      .db(DB)
+      .collection('items')
+      .insertOne({ _id: 1 } as Document);
+  });
+
+  after(async () => {
+    await Promise.allSettled(clients.map((client) => client.close()));
+    await Promise.allSettled([replicaSet, oneShard, twoShards].map((cluster) => cluster?.stop()));
+  });
+
+  /** Starts Ferry between `from` and `to`, asserts `body` is refused with ReversibleNotSupported matching `reason`, and that nothing changed. */
+  async function refusedBetween(from: number, to: number, body: object, reason: RegExp): Promise<void> {
+    const uris = [replicaSet.uri, oneShard.uri, twoShards.uri];
+    const ferry = await startFerry(['--cluster0', uris[from]!, '--cluster1', uris[to]!, '--id', `refused-sharded-${from}-${to}-${RUN}`]);
+    try {
+      const before = await Promise.all([snapshot(clients[from]!), snapshot(clients[to]!)]);
+      const response = await ferry.post('start', body);
+      assert.equal(response.status, 422, JSON.stringify(response.body));
+      assert.equal(response.body.error, 'ReversibleNotSupported');
+      assert.match(response.body.errorDescription, reason);
+      assert.equal((await ferry.progress()).state, 'IDLE');
+      assert.deepEqual(await Promise.all([snapshot(clients[from]!), snapshot(clients[to]!)]), before, 'neither cluster changed');
+    } finally {
+      assert.equal(await ferry.stop(), 0);
+    }
+  }
+
+  it('between sharded clusters whose shard counts differ → ReversibleNotSupported', async () => {
+    await refusedBetween(1, 2, REVERSIBLE, /as many shards on each: cluster0 \(.*\) has 1, cluster1 \(.*\) 2/);
+  });
+
+  it('from a replica set to a sharded cluster → ReversibleNotSupported', async () => {
+    const sharding = { createSupportingIndexes: false, shardingEntries: [] };
+    await refusedBetween(0, 2, { ...REVERSIBLE, sharding }, /replica set → sharded cluster sync cannot be reversible/);
   });
 });

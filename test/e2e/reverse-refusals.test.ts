@@ -259,7 +259,7 @@ describe('reversible with sharded clusters', { skip: local ? false : 'needs shar
     await Promise.allSettled([replicaSet, oneShard, twoShards].map((cluster) => cluster?.stop()));
   });
 
-  /** Starts Ferry between `from` and `to`, asserts `body` is refused with ReversibleNotSupported matching `reason`, and that nothing changed. */
+  /** Starts Ferry between `from` and `to`; asserts `body` is refused with ReversibleNotSupported for `reason`, changing nothing. */
   async function refusedBetween(from: number, to: number, body: object, reason: RegExp): Promise<void> {
     const uris = [replicaSet.uri, oneShard.uri, twoShards.uri];
     const ferry = await startFerry(['--cluster0', uris[from]!, '--cluster1', uris[to]!, '--id', `refused-sharded-${from}-${to}-${RUN}`]);

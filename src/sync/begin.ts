@@ -69,6 +69,7 @@ export async function beginSync(target: SyncTarget, id: string, ferryVersion: st
   }
   await checkWriteBlockingPrivileges(target);
   await on(destination, 'clearing metadata an earlier sync with this id left', store.forgetInstance());
+  await on(destination, 'indexing the metadata', store.ensureIndexes());
   const startAtOperationTime = await on(source, 'appendOplogNote (taking the start time)', appendOplogNote(source, 'sync start', id));
   const blockDestination = blocksDestination(request.enableUserWriteBlocking);
   if (blockDestination) {

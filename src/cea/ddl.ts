@@ -19,9 +19,10 @@
  * read whole from the source (resync.ts); out of it, the collection is dropped on the
  * destination; within it, renamed. A rename that may have raced the initial copy (its event is
  * older than the copy's completion) is renamed and then read again whole: the copy read the old
- * name by name and may have missed documents.
+ * name by name and may have missed documents. So is a rename of a collection whose earlier read
+ * was cut short by this very rename (its record is `incomplete`, resync.ts).
  */
-import type { Document } from 'bson';
+import type { Binary, Document } from 'bson';
 import { collectionEntry, collMod, dropIndex, dropNamespace, namespaceExists, renameNamespace } from '../cluster/commands.js';
 import { indexBuildTime, type IndexPlan } from '../domain/catalog.js';
 import { ID_INDEX_NAME, TEMPORARY_TTL_SECONDS } from '../domain/constants.js';
@@ -89,7 +90,12 @@ export class DdlApplier {
       case 'dropDatabase':
         return this.#dropDatabase(String((event.ns as { db?: unknown } | undefined)?.db));
       case 'rename':
-        return this.#rename(namespaceOfEvent(event, 'ns'), namespaceOfEvent(event, 'to'), duringCopy);
+        return this.#rename(
+          namespaceOfEvent(event, 'ns'),
+          namespaceOfEvent(event, 'to'),
+          event.collectionUUID as Binary | undefined,
+          duringCopy,
+        );
       case 'createIndexes':
         return this.#createIndexes(namespaceOfEvent(event, 'ns'), (description.indexes ?? []) as Document[]);
       case 'dropIndexes':
@@ -146,7 +152,7 @@ export class DdlApplier {
     for (const record of records) await this.#drop(record);
   }
 
-  async #rename(from: Namespace, to: Namespace, duringCopy: boolean): Promise<void> {
+  async #rename(from: Namespace, to: Namespace, uuid: Binary | undefined, duringCopy: boolean): Promise<void> {
     const { selector, destination, records, logger } = this.#context;
     const fromSelected = selector.selects(from.db, from.coll);
     const toSelected = selector.selects(to.db, to.coll);
@@ -162,7 +168,8 @@ export class DdlApplier {
         { from: namespaceOf(from), to: namespaceOf(to) },
         `rename: ${namespaceOf(to)} entered the sync's namespaces; reading it whole from the source`,
       );
-      return resyncCollection(this.#context, to);
+      await resyncCollection(this.#context, to, uuid);
+      return;
     }
     const renamed = await renameNamespace(destination, from, to);
     const record = (await records.get(from)) ?? (await records.get(to));
@@ -170,14 +177,17 @@ export class DdlApplier {
     await records.remove(from);
     if (!renamed && !(await namespaceExists(destination, to))) {
       // Neither name is on the destination: nothing to rename, so take the collection as the source has it.
-      return resyncCollection(this.#context, to);
+      await resyncCollection(this.#context, to, uuid);
+      return;
     }
-    if (duringCopy) {
+    if (duringCopy || record?.incomplete === true) {
       logger.info(
         { from: namespaceOf(from), to: namespaceOf(to) },
-        `rename during the initial copy: reading ${namespaceOf(to)} whole from the source again`,
+        duringCopy
+          ? `rename during the initial copy: reading ${namespaceOf(to)} whole from the source again`
+          : `rename of a collection whose read was interrupted by it: reading ${namespaceOf(to)} whole from the source`,
       );
-      await resyncCollection(this.#context, to);
+      await resyncCollection(this.#context, to, uuid);
     }
   }
 

@@ -11,7 +11,9 @@
  * Ferry killed in COMMITTING finishes from where it was:
  * 1. the hand-off: change-event application (the one running, or a new one from its recorded
  *    position) applies every event through the commit point and stops (`appliedAt`);
- * 2. every temporary characteristic is restored (restore.ts, `restoredAt`);
+ * 2. every temporary characteristic is restored (restore.ts, `restoredAt`), unless a collection's
+ *    read whole from the source was cut short by DDL after the commit point (its namespace record
+ *    is `incomplete`, src/cea/resync.ts): then the commit cannot complete and says so;
  * 3. the destination's write blocking is lifted, the record says completed, and the sync's resume
  *    document says COMMITTED.
  * A restore the destination refuses (duplicates that forbid a unique index) is reported by
@@ -26,7 +28,8 @@ import { asClusterError } from '../cluster/errors.js';
 import { redactUris } from '../domain/credentials.js';
 import { blocksDestination, blocksSource } from '../domain/start-request.js';
 import { describeTime } from '../domain/time.js';
-import { MetadataMissing } from '../errors/errors.js';
+import { CollectionReadInterrupted, MetadataMissing } from '../errors/errors.js';
+import { namespaceOf } from '../domain/namespaces.js';
 import { NamespaceRecords } from '../meta/namespaces.js';
 import { ResumeStore } from '../meta/resume.js';
 import type { CommitContext, CommitPhase, PhaseOutcome, PhaseStatus } from '../phase/contract.js';
@@ -136,7 +139,10 @@ export class Commit implements CommitPhase {
       await this.#record.mark('appliedAt');
     }
     if (doc.restoredAt === undefined) {
-      const steps = await planRestore(source.client, destination.client, await new NamespaceRecords(store).list());
+      const records = await new NamespaceRecords(store).list();
+      const incomplete = records.find((record) => record.incomplete === true);
+      if (incomplete !== undefined) throw new CollectionReadInterrupted({ ns: namespaceOf(incomplete) });
+      const steps = await planRestore(source.client, destination.client, records);
       const failures = await runRestore(destination.client, steps);
       if (failures.length > 0) return failures;
       logger.info('Commit: every temporary characteristic restored on the destination');

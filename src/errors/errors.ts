@@ -121,6 +121,7 @@ export const ApplyWriteRefused = defineError('ApplyWriteRefused');
 export const TombstoneWriteRefused = defineError('TombstoneWriteRefused');
 export const ApplicationStopped = defineError('ApplicationStopped');
 export const MetadataMissing = defineError('MetadataMissing');
+export const CollectionReadInterrupted = defineError('CollectionReadInterrupted');
 export const CommitStopped = defineError('CommitStopped');
 
 /* The instance type of each class, by the same name. */
@@ -159,6 +160,7 @@ export type ApplyWriteRefused = FerryError<'ApplyWriteRefused'>;
 export type TombstoneWriteRefused = FerryError<'TombstoneWriteRefused'>;
 export type ApplicationStopped = FerryError<'ApplicationStopped'>;
 export type MetadataMissing = FerryError<'MetadataMissing'>;
+export type CollectionReadInterrupted = FerryError<'CollectionReadInterrupted'>;
 export type CommitStopped = FerryError<'CommitStopped'>;
 
 /** Turns anything thrown into a FerryError, keeping FerryErrors as they are. */

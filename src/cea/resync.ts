@@ -39,6 +39,7 @@ import type { Logger } from '../log/logger.js';
 import type { NamespaceRecord, NamespaceRecords } from '../meta/namespaces.js';
 import { namespaceRecord, readSourceNamespace } from '../plan/catalog.js';
 import { buildIndex, createOnDestination } from '../plan/destination.js';
+import { inBuildOrder } from '../plan/indexes.js';
 import { sendStatements } from './destination-writes.js';
 import { upsertStatement } from './write-plan.js';
 
@@ -188,7 +189,7 @@ export async function resyncCollection(context: ResyncContext, ns: Namespace, uu
       }
       read = record;
       if (record.type === 'collection') {
-        for (const plan of record.indexes) await buildIndex(destination, ns, plan);
+        for (const plan of inBuildOrder(record.indexes)) await buildIndex(destination, ns, plan);
         const source = context.source.db(ns.db).collection(ns.coll);
         const deleted = await deleteMissing(source, destinationDb.collection(ns.coll));
         const written = await writeAll(context.source, ns, destinationDb);

@@ -127,7 +127,7 @@ export class Commit implements CommitPhase {
 
   /** One try from the record (see the module comment); the restores the destination refused, if any. */
   async #finishOnce(): Promise<RestoreFailure[]> {
-    const { destination, source, request, logger, store, changeApplication } = this.#context;
+    const { destination, request, logger, store, changeApplication } = this.#context;
     const doc = await this.#record.read();
     if (doc === null) throw new MetadataMissing({ record: 'commit record' });
     if (doc.appliedAt === undefined) {
@@ -142,7 +142,7 @@ export class Commit implements CommitPhase {
       const records = await new NamespaceRecords(store).list();
       const incomplete = records.find((record) => record.incomplete === true);
       if (incomplete !== undefined) throw new CollectionReadInterrupted({ ns: namespaceOf(incomplete) });
-      const steps = await planRestore(source.client, destination.client, records);
+      const steps = await planRestore(destination.client, records);
       const failures = await runRestore(destination.client, steps);
       if (failures.length > 0) return failures;
       logger.info('Commit: every temporary characteristic restored on the destination');

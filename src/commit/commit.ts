@@ -25,6 +25,7 @@
  */
 import { appendOplogNote, setUserWriteBlocking } from '../cluster/commands.js';
 import { asClusterError } from '../cluster/errors.js';
+import { retryTransient } from '../cluster/retry.js';
 import { redactUris } from '../domain/credentials.js';
 import { blocksDestination, blocksSource } from '../domain/start-request.js';
 import { describeTime } from '../domain/time.js';
@@ -60,15 +61,21 @@ export class Commit implements CommitPhase {
   }
 
   async begin(): Promise<void> {
-    const { source, request, logger, store } = this.#context;
+    const { source, destination, request, logger, store } = this.#context;
     const blockSource = blocksSource(request.enableUserWriteBlocking);
+    // Which cluster a failure comes from: the commit point is taken on the source, recorded on the destination.
+    let cluster = source.endpoint;
+    let operation = 'taking the commit point';
     try {
       if (blockSource) {
         await setUserWriteBlocking(source.client, true);
         logger.info('Commit: user writes on the source are now blocked');
       }
       const commitPoint = await appendOplogNote(source, 'commit', store.instance);
-      await this.#record.begin(commitPoint);
+      cluster = destination.endpoint;
+      operation = 'recording the commit point';
+      // Recording it again is harmless: the commit point of a commit not yet begun is replaced.
+      await retryTransient(() => this.#record.begin(commitPoint));
       logger.info({ commitPoint: describeTime(commitPoint) }, 'Commit: commit point recorded');
     } catch (error) {
       // The commit did not begin (the sync stays RUNNING): the application may write to the source again.
@@ -80,7 +87,7 @@ export class Commit implements CommitPhase {
           ),
         );
       }
-      throw asClusterError(source.endpoint, 'taking the commit point', error);
+      throw asClusterError(cluster, operation, error);
     }
   }
 

@@ -13,6 +13,7 @@ import type { StartRequest } from '../domain/start-request.js';
 import type { RecoverableState, SyncPhase } from '../domain/states.js';
 import { InstanceCollection, type MetadataStore } from './store.js';
 import { MAJORITY } from '../cluster/concerns.js';
+import { retryTransient } from '../cluster/retry.js';
 
 export interface PhaseTransition {
   phase: SyncPhase;
@@ -56,7 +57,12 @@ export class ResumeStore extends InstanceCollection<ResumeDocument> {
     return this.collection.findOne({ _id: this.instance });
   }
 
-  /** Records a new sync (state RUNNING, phase `planning`). Fails if this instance already has one. */
+  /**
+   * Records a new sync (state RUNNING, phase `planning`). Fails if this instance already has one.
+   * A failure leaves no document of its own behind: a write concern error (a majority not reached
+   * in time) comes after the insert took effect on the primary, and a sync recorded there would
+   * refuse every later start with this id although this one was refused.
+   */
   async create(fresh: NewResume): Promise<ResumeDocument> {
     const now = new Date();
     const doc: ResumeDocument = {
@@ -71,7 +77,15 @@ export class ResumeStore extends InstanceCollection<ResumeDocument> {
       createdAt: now,
       updatedAt: now,
     };
-    await this.collection.insertOne(doc, { writeConcern: MAJORITY });
+    try {
+      await this.collection.insertOne(doc, { writeConcern: MAJORITY });
+    } catch (error) {
+      // Only this very document (its creation time): never one a racing instance wrote.
+      await retryTransient(() => this.collection.deleteOne({ _id: this.instance, createdAt: now }, { writeConcern: MAJORITY })).catch(
+        () => undefined,
+      );
+      throw error;
+    }
     return doc;
   }
 

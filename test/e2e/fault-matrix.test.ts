@@ -23,7 +23,9 @@ import {
   runFailCommandCases,
   runKillScenario,
   runRestartScenario,
+  runStartCases,
   startMatrixClusters,
+  TARGETS,
   summarize,
   type MatrixClusters,
   type ScenarioResult,
@@ -78,6 +80,20 @@ describe('fault matrix', () => {
       injected >= cases.length * 0.8,
       `${injected} of ${cases.length} cases injected; not reached: ${unreached.map(describeCase).join(', ')}`,
     );
+  });
+
+  it('a start refused after its metadata write changes nothing: the next start is not refused for it', async (t) => {
+    // The write concern error comes after the insert took effect on the primary (as on mongod).
+    const target = (command: string) => TARGETS.find((x) => x.phase === 'start' && x.command === command)!;
+    const cases = [
+      { target: target('insert'), kind: 'writeConcernError' as const, variant: 0 }, // WriteConcernFailed: the driver does not retry it
+      { target: target('setUserWriteBlockMode'), kind: 'error' as const },
+    ];
+    const { scenario, left } = await runStartCases(clusters, `s${SEED}`, cases, SEED);
+    t.diagnostic(summarize([scenario], left));
+    assertSound(scenario, 'start');
+    assert.deepEqual(left.map(describeCase), [], 'every start case was reached');
+    assert.equal(scenario.results[0]?.outcome, 'refused', 'the start whose metadata write failed is refused by name');
   });
 
   it('each cluster killed and restarted with its data mid-copy, mid-application and during COMMITTING', async (t) => {

@@ -68,6 +68,8 @@ export type Moment = 'planning' | 'copying' | 'copied';
 export interface FaultCase {
   target: FaultTarget;
   kind: FaultKind;
+  /** Which error code of the kind (default: the scenario's seeded choice). */
+  variant?: number;
 }
 
 export type Outcome = 'absorbed' | 'paused' | 'refused' | 'not reached';
@@ -129,8 +131,9 @@ export function describeCase(c: FaultCase): string {
 }
 
 /** The `failCommand` data of a case, `variant` choosing among error codes. */
-export function failCommandData(c: FaultCase, db: string, variant: number): Document {
+export function failCommandData(c: FaultCase, db: string, seeded: number): Document {
   const { target } = c;
+  const variant = c.variant ?? seeded;
   const data: Document = { failCommands: [target.command], appName: target.app };
   if (target.namespace !== undefined) data.namespace = target.namespace.replace('<db>', db).replace('<meta>', METADATA_DATABASE);
   switch (c.kind) {
@@ -807,9 +810,13 @@ export async function runStartCases(
       if (answer.status !== 200) {
         result.outcome = 'refused';
         result.error = `start: ${answer.status} ${String(answer.body.error)}: ${String(answer.body.errorDescription ?? '')}`;
+        // A refused start changes nothing: the sync IDLE, no metadata of it, the destination writable.
         const state = (await driver.progress()).state;
         if (state !== 'IDLE')
           differences.push({ kind: 'missingNamespace', ns: `a refused start left the sync ${state}`, missingOn: 'destination' });
+        const resume = clusters.destinationClient.db(METADATA_DATABASE).collection('resume');
+        if ((await resume.countDocuments({ _id: driver.id } as Document)) > 0)
+          differences.push({ kind: 'missingNamespace', ns: `a refused start left its resume document`, missingOn: 'destination' });
       } else {
         // The sync started: it must copy and apply as it would have without the fault.
         await driver.until(

@@ -170,6 +170,20 @@ export function asFerryError(thrown: unknown): FerryError {
   return new InternalError(message, { cause: thrown });
 }
 
+/**
+ * A failure as an operator reads it: its name, then its message (`CannotIndexParallelArrays:
+ * Index build failed: ...`). The name is a FerryError's code, else a server error's codeName,
+ * else the error's own name unless it is a bare `Error`; a message that starts with it is kept.
+ */
+export function describeFailure(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  const name =
+    error instanceof FerryError
+      ? error.code
+      : (serverFields(error).codeName ?? (error instanceof Error && error.name !== 'Error' ? error.name : undefined));
+  return name === undefined || message.startsWith(name) ? message : `${name}: ${message}`;
+}
+
 /** Whether `error` is a FerryError of `code`. */
 export function isFerryError<C extends ErrorCode>(error: unknown, code: C): error is FerryError<C> {
   return error instanceof FerryError && error.code === code;

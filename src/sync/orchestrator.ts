@@ -31,7 +31,7 @@ import type { ClusterEndpoint, ClusterName } from '../domain/clusters.js';
 import { redactUris } from '../domain/credentials.js';
 import { blocksDestination, type StartRequest } from '../domain/start-request.js';
 import type { RecoveredState, SyncControl, SyncEvent, SyncSnapshot } from '../domain/sync-control.js';
-import { InvalidStateTransition, MetadataMissing, NotImplemented } from '../errors/errors.js';
+import { describeFailure, InvalidStateTransition, MetadataMissing, NotImplemented } from '../errors/errors.js';
 import type { Logger } from '../log/logger.js';
 import { ResumeStore, type ResumeDocument } from '../meta/resume.js';
 import { MetadataStore } from '../meta/store.js';
@@ -176,7 +176,7 @@ export class SyncOrchestrator implements SyncControl {
     if (await this.#relaunched(sync, error)) return;
     this.#logger.error({ err: error }, 'The sync failed');
     await this.#halt(sync, false);
-    await sync.resume.setState('PAUSED', redactUris((error as Error).message)).catch((persistError: unknown) => {
+    await sync.resume.setState('PAUSED', redactUris(describeFailure(error))).catch((persistError: unknown) => {
       this.#logger.error({ err: persistError }, 'Could not record the failure in the metadata');
     });
     this.#report({ type: 'failed', error: error as Error });

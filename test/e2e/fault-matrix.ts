@@ -93,6 +93,18 @@ export interface ScenarioResult {
   injected: string[];
   /** Named errors seen (pauses, refusals) other than the cases'. */
   errors: string[];
+  /** The named error a sync kept pausing on until the step's deadline (never COMMITTED), if it did. */
+  stuck?: string;
+}
+
+/** A sync that kept pausing itself on a named error until a step's deadline: the "named error and no COMMITTED" outcome. */
+export class StuckPaused extends Error {
+  constructor(
+    readonly id: string,
+    readonly warning: string,
+  ) {
+    super(`${id}: paused again and again until the deadline: ${warning}`);
+  }
 }
 
 /** Transient server errors a failover or an overloaded server gives, with mongod's labels. */
@@ -391,14 +403,18 @@ export class SyncDriver {
       const progress = await this.progress();
       if (progress.state === 'PAUSED') {
         const warnings = (progress.warnings ?? []) as string[];
-        this.errors.push(...warnings);
+        // Each pause once (an index build's UUID aside, the same pause reads the same).
+        for (const warning of warnings) if (!this.errors.some((e) => sameWarning(e, warning))) this.errors.push(warning);
         onPaused?.(warnings);
         const resumed = await this.ferry.post('resume', {});
         if (resumed.status !== 200) this.errors.push(`resume: ${resumed.status} ${String(resumed.body.error)}`);
       } else if (done(progress)) {
         return progress;
       }
-      if (Date.now() > deadline) throw new Error(`${this.id}: timed out; last progress ${JSON.stringify(progress)}`);
+      if (Date.now() > deadline) {
+        if (progress.state === 'PAUSED' && this.errors.length > 0) throw new StuckPaused(this.id, this.errors.at(-1)!);
+        throw new Error(`${this.id}: timed out; last progress ${JSON.stringify(progress)}`);
+      }
       await pause(25);
     }
   }
@@ -443,6 +459,26 @@ export class SyncDriver {
   async stop(): Promise<void> {
     if (this.alive) await this.ferry.stop();
   }
+}
+
+/** Whether two warnings say the same (UUIDs, which differ from one try to the next, aside). */
+function sameWarning(a: string, b: string): boolean {
+  const uuid = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g;
+  return a.replace(uuid, '') === b.replace(uuid, '');
+}
+
+/** The end of a scenario whose sync kept pausing on a named error: no COMMITTED (checked), nothing compared. */
+async function stuckEnd(
+  driver: SyncDriver,
+  error: unknown,
+  name: string,
+  results: CaseResult[],
+  injected: string[],
+): Promise<ScenarioResult> {
+  if (!(error instanceof StuckPaused)) throw error;
+  const { state } = await driver.progress();
+  if (state === 'COMMITTED') throw new Error(`${name}: COMMITTED after pausing on ${error.warning}`, { cause: error });
+  return { name, results, committed: false, differences: [], injected, errors: driver.errors, stuck: error.warning };
 }
 
 /** Turns the fail point off on a node (a node restarted since has it off anyway). */
@@ -731,6 +767,9 @@ export async function runFailCommandScenario(
     await driver.until((p) => p.state === 'COMMITTED');
     const differences = await driver.differences();
     return { scenario: { name, results, committed: true, differences, injected: [], errors: driver.errors }, left };
+  } catch (error) {
+    // The cases not yet come to are left for the next scenario.
+    return { scenario: await stuckEnd(driver, error, name, results, []), left: cases.filter((c) => !results.some((r) => r.case === c)) };
   } finally {
     await disarm(clusters.sourceClient);
     await disarm(clusters.destinationClient);
@@ -919,6 +958,8 @@ export async function runRestartScenario(clusters: MatrixClusters, name: string,
     await driver.until((p) => p.state === 'COMMITTED');
     const differences = await driver.differences();
     return { name, results: [], committed: (await driver.progress()).state === 'COMMITTED', differences, injected, errors: driver.errors };
+  } catch (error) {
+    return await stuckEnd(driver, error, name, [], injected);
   } finally {
     await driver.stop();
   }
@@ -967,6 +1008,8 @@ export async function runKillScenario(clusters: MatrixClusters, name: string, se
     await driver.until((p) => p.state === 'COMMITTED');
     const differences = await driver.differences();
     return { name, results: [], committed: true, differences, injected, errors: driver.errors };
+  } catch (error) {
+    return await stuckEnd(driver, error, name, [], injected);
   } finally {
     writing = false;
     await workload.catch(() => undefined);
@@ -984,7 +1027,9 @@ export function summarize(scenarios: readonly ScenarioResult[], unreached: reado
     `fail-point cases injected: ${results.length} (absorbed ${count('absorbed')}, paused then resumed ${count('paused')}, ` +
       `request refused then asked again ${count('refused')}); not reached: ${unreached.length}`,
     `other faults injected: ${scenarios.reduce((sum, s) => sum + s.injected.length, 0)}`,
+    `syncs that kept pausing on a named error (never COMMITTED): ${scenarios.filter((s) => s.stuck !== undefined).length}`,
   ];
+  for (const s of scenarios) if (s.stuck !== undefined) lines.push(`  ${s.name} kept pausing: ${s.stuck}`);
   for (const r of results.filter((x) => x.outcome !== 'absorbed')) lines.push(`  ${r.outcome}: ${describeCase(r.case)}: ${r.error ?? ''}`);
   for (const c of unreached) lines.push(`  not reached: ${describeCase(c)}`);
   for (const s of scenarios) for (const i of s.injected) lines.push(`  ${s.name}: ${i}`);

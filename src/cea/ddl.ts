@@ -19,9 +19,10 @@
  * read whole from the source (resync.ts); out of it, the collection is dropped on the
  * destination; within it, renamed. A rename that may have raced the initial copy (its event is
  * older than the copy's completion) is renamed and then read again whole: the copy read the old
- * name by name and may have missed documents.
+ * name by name and may have missed documents. So is a rename of a collection whose earlier read
+ * was cut short by this very rename (its record is `incomplete`, resync.ts).
  */
-import type { Document } from 'bson';
+import { EJSON, type Binary, type Document } from 'bson';
 import { collectionEntry, collMod, dropIndex, dropNamespace, namespaceExists, renameNamespace } from '../cluster/commands.js';
 import { indexBuildTime, type IndexPlan } from '../domain/catalog.js';
 import { ID_INDEX_NAME, TEMPORARY_TTL_SECONDS } from '../domain/constants.js';
@@ -31,7 +32,7 @@ import type { NamespaceRecord } from '../meta/namespaces.js';
 import { namespaceRecord } from '../plan/catalog.js';
 import { createPlan } from '../plan/collection-options.js';
 import { buildIndex, createOnDestination } from '../plan/destination.js';
-import { isHashedIndex, temporaryIndex } from '../plan/indexes.js';
+import { distinguished, inBuildOrder, isHashedIndex, temporaryIndex, withoutTwins } from '../plan/indexes.js';
 import type { NamespaceSelector } from '../plan/namespaces.js';
 import { resyncCollection, type ResyncContext } from './resync.js';
 
@@ -53,6 +54,11 @@ export function isDdlOperation(operationType: string): operationType is DdlOpera
  * until commit (collection-options.ts), so a change is only recorded.
  */
 const PLAIN_COLLMOD_OPTIONS = ['validator', 'validationLevel', 'validationAction', 'changeStreamPreAndPostImages', 'viewOn', 'pipeline'];
+
+/** Type-exact equality of two index specifications. */
+function sameSpec(a: Document, b: Document): boolean {
+  return EJSON.stringify(a, { relaxed: false }) === EJSON.stringify(b, { relaxed: false });
+}
 
 function namespaceOfEvent(event: Document, field: 'ns' | 'to'): Namespace {
   const value = event[field] as { db?: unknown; coll?: unknown } | undefined;
@@ -89,7 +95,12 @@ export class DdlApplier {
       case 'dropDatabase':
         return this.#dropDatabase(String((event.ns as { db?: unknown } | undefined)?.db));
       case 'rename':
-        return this.#rename(namespaceOfEvent(event, 'ns'), namespaceOfEvent(event, 'to'), duringCopy);
+        return this.#rename(
+          namespaceOfEvent(event, 'ns'),
+          namespaceOfEvent(event, 'to'),
+          event.collectionUUID as Binary | undefined,
+          duringCopy,
+        );
       case 'createIndexes':
         return this.#createIndexes(namespaceOfEvent(event, 'ns'), (description.indexes ?? []) as Document[]);
       case 'dropIndexes':
@@ -146,7 +157,7 @@ export class DdlApplier {
     for (const record of records) await this.#drop(record);
   }
 
-  async #rename(from: Namespace, to: Namespace, duringCopy: boolean): Promise<void> {
+  async #rename(from: Namespace, to: Namespace, uuid: Binary | undefined, duringCopy: boolean): Promise<void> {
     const { selector, destination, records, logger } = this.#context;
     const fromSelected = selector.selects(from.db, from.coll);
     const toSelected = selector.selects(to.db, to.coll);
@@ -162,7 +173,8 @@ export class DdlApplier {
         { from: namespaceOf(from), to: namespaceOf(to) },
         `rename: ${namespaceOf(to)} entered the sync's namespaces; reading it whole from the source`,
       );
-      return resyncCollection(this.#context, to);
+      await resyncCollection(this.#context, to, uuid);
+      return;
     }
     const renamed = await renameNamespace(destination, from, to);
     const record = (await records.get(from)) ?? (await records.get(to));
@@ -170,14 +182,17 @@ export class DdlApplier {
     await records.remove(from);
     if (!renamed && !(await namespaceExists(destination, to))) {
       // Neither name is on the destination: nothing to rename, so take the collection as the source has it.
-      return resyncCollection(this.#context, to);
+      await resyncCollection(this.#context, to, uuid);
+      return;
     }
-    if (duringCopy) {
+    if (duringCopy || record?.incomplete === true) {
       logger.info(
         { from: namespaceOf(from), to: namespaceOf(to) },
-        `rename during the initial copy: reading ${namespaceOf(to)} whole from the source again`,
+        duringCopy
+          ? `rename during the initial copy: reading ${namespaceOf(to)} whole from the source again`
+          : `rename of a collection whose read was interrupted by it: reading ${namespaceOf(to)} whole from the source`,
       );
-      await resyncCollection(this.#context, to);
+      await resyncCollection(this.#context, to, uuid);
     }
   }
 
@@ -191,11 +206,19 @@ export class DdlApplier {
   async #createIndexes(ns: Namespace, specs: readonly Document[]): Promise<void> {
     const record = await this.#record(ns);
     if (record === undefined || record.type !== 'collection') return; // gone since: its drop follows
-    let indexes = record.indexes;
-    for (const spec of specs.filter((s) => this.#builds(s))) {
-      const plan = temporaryIndex(spec, record.sourceOptions.collation as Document | undefined);
-      await buildIndex(this.#context.destination, ns, plan);
-      indexes = [...indexes.filter((index) => index.name !== plan.name), plan];
+    const collation = record.sourceOptions.collation as Document | undefined;
+    const added = specs.filter((s) => this.#builds(s)).map((spec) => temporaryIndex(spec, collation));
+    const addedNames = new Set(added.map((plan) => plan.name));
+    const previous = new Map(record.indexes.map((index) => [index.name, index]));
+    const indexes = withoutTwins([...record.indexes.filter((index) => !addedNames.has(index.name)), ...added]);
+    // An index that now has a twin is rebuilt in its distinguished form before the twin is built.
+    const changed = indexes.filter((plan) => {
+      const before = previous.get(plan.name);
+      return before !== undefined && !addedNames.has(plan.name) && !sameSpec(before.temporary, plan.temporary);
+    });
+    const destination = this.#context.destination;
+    for (const plan of [...changed, ...inBuildOrder(indexes.filter((plan) => addedNames.has(plan.name)))]) {
+      await buildIndex(destination, ns, plan);
     }
     await this.#context.records.put({ ...record, indexes });
   }
@@ -247,6 +270,8 @@ export class DdlApplier {
     }
     if (change.expireAfterSeconds !== undefined) original.expireAfterSeconds = change.expireAfterSeconds;
     if (change.forceNonUnique === true) delete original.unique;
-    return temporaryIndex(original, record.sourceOptions.collation as Document | undefined);
+    const updated = temporaryIndex(original, record.sourceOptions.collation as Document | undefined);
+    // The destination holds it in its distinguished form until commit (src/plan/indexes.ts).
+    return current.changes.distinguished === true ? distinguished(updated) : updated;
   }
 }

@@ -1,7 +1,8 @@
 /**
  * Reading one collection again, whole, from the source into the destination, at a DDL barrier
- * (every lane drained): for a collection renamed into the sync's namespaces, and for one renamed
- * while the initial copy ran (the copy read it by its old name and may have missed documents).
+ * (every lane drained): for a collection renamed into the sync's namespaces, for one renamed
+ * while the initial copy ran (the copy read it by its old name and may have missed documents),
+ * and for one whose earlier read could not finish (below).
  *
  * The collection is created in temporary form if missing (or recreated if the destination holds
  * something else under that name), its indexes built in temporary form, then made equal to the
@@ -10,13 +11,26 @@
  * source may change meanwhile; its events come after the one being applied and put the rest
  * right, as they do after the initial copy. Running it twice (a crash before the barrier's
  * checkpoint) gives the same result.
+ *
+ * The source reads by name, and the name may stop meaning the collection the event named: the
+ * source can rename it again, drop it, or put another collection under the name, before or while
+ * Ferry reads (a killed cursor, QueryPlanKilled; or a read of the wrong collection). The
+ * collection is known by its UUID (the event's `collectionUUID`), checked before and after the
+ * read. When the name no longer holds it, the DDL that moved it away comes later in the stream:
+ * the namespace record is marked `incomplete` and the destination's collection left as it is
+ * (later CRUD events of the name still land in it). That DDL then settles it: a rename carries
+ * the mark to the new name and reads the collection whole there (ddl.ts), a drop ends it. Commit
+ * refuses to complete while a record is marked (src/commit/commit.ts). A read that fails for
+ * another passing reason while the name still holds the collection is tried again.
  */
-import type { Document } from 'bson';
+import type { Binary, Document } from 'bson';
 import type { Collection, Db, MongoClient } from 'mongodb';
 import { compareBsonValues, findId, TYPE_FAITHFUL } from '../bson/index.js';
 import { MAJORITY } from '../cluster/concerns.js';
-import { dropNamespace } from '../cluster/commands.js';
+import { collectionEntry, dropNamespace } from '../cluster/commands.js';
+import { isNamespaceNotFound, isTransient } from '../cluster/errors.js';
 import { findRaw } from '../cluster/raw-cursor.js';
+import { RETRY_POLICY, retryDelay, sleep } from '../cluster/retry.js';
 import { indexBuildTime } from '../domain/catalog.js';
 import { namespaceOf, type Namespace } from '../domain/namespaces.js';
 import type { StartRequest } from '../domain/start-request.js';
@@ -25,6 +39,7 @@ import type { Logger } from '../log/logger.js';
 import type { NamespaceRecord, NamespaceRecords } from '../meta/namespaces.js';
 import { namespaceRecord, readSourceNamespace } from '../plan/catalog.js';
 import { buildIndex, createOnDestination } from '../plan/destination.js';
+import { inBuildOrder } from '../plan/indexes.js';
 import { sendStatements } from './destination-writes.js';
 import { upsertStatement } from './write-plan.js';
 
@@ -107,33 +122,91 @@ async function writeAll(source: MongoClient, ns: Namespace, destinationDb: Db): 
   return written;
 }
 
-/** Makes the destination's `ns` what the source's is now (see the module comment). */
-export async function resyncCollection(context: ResyncContext, ns: Namespace): Promise<void> {
+/** What `resyncCollection` did. */
+export type ResyncOutcome =
+  /** The destination's collection is the source's, as of the read. */
+  | 'read'
+  /** The name no longer holds the collection: its record is marked `incomplete` (see the module comment). */
+  | 'incomplete';
+
+function sameUuid(a: Binary | undefined, b: Binary | undefined): boolean {
+  return a !== undefined && b !== undefined && Buffer.from(a.buffer).equals(Buffer.from(b.buffer));
+}
+
+/** Whether the source's `ns` holds the collection `uuid` names (any collection, when `uuid` is not known). */
+function holds(found: { uuid?: Binary } | undefined, uuid: Binary | undefined): boolean {
+  return found !== undefined && (uuid === undefined || sameUuid(found.uuid, uuid));
+}
+
+/** A record that only carries the mark, for a name whose collection was never read. */
+function markerRecord(ns: Namespace): NamespaceRecord {
+  return {
+    db: ns.db,
+    coll: ns.coll,
+    type: 'collection',
+    sourceOptions: {},
+    createOptions: {},
+    indexes: [],
+    indexBuildTime: 'never',
+    sourceCount: 0,
+    sourceBytes: 0,
+    created: true,
+    partitioned: true,
+    indexesBuilt: true,
+  };
+}
+
+/** Marks `ns`'s record `incomplete` (see the module comment); `read` is the record the destination's collection was made from, if any. */
+async function markIncomplete(context: ResyncContext, ns: Namespace, read: NamespaceRecord | undefined): Promise<ResyncOutcome> {
+  const base = (await context.records.get(ns)) ?? read ?? markerRecord(ns);
+  await context.records.put({ ...base, incomplete: true });
+  context.logger.info(
+    { ns: namespaceOf(ns) },
+    `${namespaceOf(ns)} no longer holds the collection Ferry was to read: the source renamed or dropped it since; ` +
+      'the DDL that follows in the change stream decides where it is read whole',
+  );
+  return 'incomplete';
+}
+
+/**
+ * Makes the destination's `ns` what the source's is now, when the source's `ns` is the
+ * collection `uuid` names (see the module comment).
+ */
+export async function resyncCollection(context: ResyncContext, ns: Namespace, uuid?: Binary): Promise<ResyncOutcome> {
   const { destination, records, logger } = context;
-  const record = await sourceRecord(context, ns);
   const destinationDb = destination.db(ns.db);
-  if (record === undefined) {
-    // Gone from the source since: its drop (or next rename) follows; hold nothing under this name meanwhile.
-    await dropNamespace(destination, ns).catch(() => undefined);
-    await records.remove(ns);
-    return;
+  let read: NamespaceRecord | undefined;
+  for (let retry = 0; ; retry++) {
+    const record = await sourceRecord(context, ns);
+    if (record === undefined || !holds(record, uuid)) return markIncomplete(context, ns, read);
+    try {
+      try {
+        await createOnDestination(destination, record);
+      } catch (error) {
+        if (!(error instanceof DestinationConflict)) throw error;
+        await dropNamespace(destination, ns);
+        await createOnDestination(destination, record);
+      }
+      read = record;
+      if (record.type === 'collection') {
+        for (const plan of inBuildOrder(record.indexes)) await buildIndex(destination, ns, plan);
+        const source = context.source.db(ns.db).collection(ns.coll);
+        const deleted = await deleteMissing(source, destinationDb.collection(ns.coll));
+        const written = await writeAll(context.source, ns, destinationDb);
+        // A read done in few batches sees no rename or drop of its collection: check the name still holds it.
+        if (!holds(await collectionEntry(context.source, ns), record.uuid)) return markIncomplete(context, ns, read);
+        logger.info(
+          { ns: namespaceOf(ns), written, deleted },
+          `${namespaceOf(ns)} read again whole from the source: ${written} document(s) written, ${deleted} removed`,
+        );
+      }
+      await records.put(record);
+      return 'read';
+    } catch (error) {
+      // A killed cursor (QueryPlanKilled), a vanished collection or a passing failure: look at the name again.
+      if (!(isTransient(error) || isNamespaceNotFound(error)) || retry >= RETRY_POLICY.retries) throw error;
+      logger.info({ ns: namespaceOf(ns), err: error }, `Reading ${namespaceOf(ns)} whole was interrupted; looking at the source again`);
+      await sleep(retryDelay(retry));
+    }
   }
-  try {
-    await createOnDestination(destination, record);
-  } catch (error) {
-    if (!(error instanceof DestinationConflict)) throw error;
-    await dropNamespace(destination, ns);
-    await createOnDestination(destination, record);
-  }
-  if (record.type === 'collection') {
-    for (const plan of record.indexes) await buildIndex(destination, ns, plan);
-    const source = context.source.db(ns.db).collection(ns.coll);
-    const deleted = await deleteMissing(source, destinationDb.collection(ns.coll));
-    const written = await writeAll(context.source, ns, destinationDb);
-    logger.info(
-      { ns: namespaceOf(ns), written, deleted },
-      `${namespaceOf(ns)} read again whole from the source: ${written} document(s) written, ${deleted} removed`,
-    );
-  }
-  await records.put(record);
 }

@@ -22,6 +22,7 @@ import { findId } from '../bson/index.js';
 import { MAJORITY } from '../cluster/concerns.js';
 import { isDuplicateKey } from '../cluster/errors.js';
 import { writeRaw } from '../cluster/raw-writes.js';
+import { retryTransient } from '../cluster/retry.js';
 import { METADATA_DATABASE, splitNamespace } from '../domain/namespaces.js';
 import { TombstoneWriteRefused } from '../errors/errors.js';
 import type { Logger } from '../log/logger.js';
@@ -89,22 +90,26 @@ export async function sweepTombstones(
     const { db, coll } = splitNamespace(ns);
     for (let start = 0; start < ids.length; start += SWEEP_CHUNK) {
       const chunk = ids.slice(start, start + SWEEP_CHUNK);
-      const present = await source
-        .db(db)
-        .collection(coll)
-        // The primary: a lagging secondary (a URI's readPreference) could still hold a deleted document.
-        .find({ _id: { $in: chunk } } as Document, { projection: { _id: 1 }, readPreference: 'primary', ...TYPE_FAITHFUL_READ })
-        .toArray();
-      const held = new Set(present.map((doc) => keyOf(doc._id)));
-      const gone = chunk.filter((id) => !held.has(keyOf(id)));
-      if (gone.length === 0) continue;
-      const result = await destination
-        .db(db)
-        .collection(coll)
-        // Byte-exact _ids, as `gone` was worked out: under a case-insensitive collection collation
-        // {_id: 'abc'} would also delete the 'ABC' the source holds.
-        .deleteMany({ _id: { $in: gone } } as Document, { writeConcern: MAJORITY, collation: SIMPLE_COLLATION });
-      deleted += result.deletedCount;
+      // Idempotent: a passing failure, or a rename or drop of the collection killing the read
+      // (QueryPlanKilled; the name then holds nothing, and the rename's re-read puts it right), runs it again.
+      deleted += await retryTransient(async () => {
+        const present = await source
+          .db(db)
+          .collection(coll)
+          // The primary: a lagging secondary (a URI's readPreference) could still hold a deleted document.
+          .find({ _id: { $in: chunk } } as Document, { projection: { _id: 1 }, readPreference: 'primary', ...TYPE_FAITHFUL_READ })
+          .toArray();
+        const held = new Set(present.map((doc) => keyOf(doc._id)));
+        const gone = chunk.filter((id) => !held.has(keyOf(id)));
+        if (gone.length === 0) return 0;
+        const result = await destination
+          .db(db)
+          .collection(coll)
+          // Byte-exact _ids, as `gone` was worked out: under a case-insensitive collection collation
+          // {_id: 'abc'} would also delete the 'ABC' the source holds.
+          .deleteMany({ _id: { $in: gone } } as Document, { writeConcern: MAJORITY, collation: SIMPLE_COLLATION });
+        return result.deletedCount;
+      });
     }
   }
   await collection.deleteMany({ instance: store.instance });

@@ -4,6 +4,14 @@
  * collections, indexes), and the DDL Ferry applies to the destination (create, indexes, `collMod`,
  * drop, rename). Every write waits for a majority (concerns.ts); every catalog read is
  * type-faithful (an Int32 in a validator or key pattern stays an Int32).
+ *
+ * The commands a running sync issues (oplog notes, write blocking, catalog reads, the DDL Ferry
+ * applies) are each idempotent, and are sent again after a passing failure (a failover, a
+ * dropped connection) under the one retry policy (retry.ts): a command that did run before its
+ * reply was lost finds its work done (NamespaceExists, NamespaceNotFound, IndexNotFound, an index
+ * that exists are all taken as done). The driver retries none of the commands, and a catalog
+ * read at most once. Preflight's (`hello`, `listDatabases`, `connectionStatus`) are not retried:
+ * a start request answers at once with what the cluster said; planning retries `listDatabases`.
  */
 import type { Binary, Document, Timestamp } from 'bson';
 import type { Db, MongoClient } from 'mongodb';
@@ -15,6 +23,12 @@ import { OperationTimeMissing } from '../errors/errors.js';
 import { MAJORITY } from './concerns.js';
 import type { Cluster } from './connect.js';
 import { isHistoryLost, isIndexNotFound, isNamespaceNotFound } from './errors.js';
+import { retryTransient } from './retry.js';
+
+/** Runs a command of a running sync on `db`, again after a passing failure (see the module comment). */
+function runIdempotent(db: Db, command: Document): Promise<Document> {
+  return retryTransient(() => db.command(command));
+}
 
 /**
  * Writes a no-op entry in the source's oplog (`appendOplogNote`) and returns its time, the reply's
@@ -23,7 +37,7 @@ import { isHistoryLost, isIndexNotFound, isNamespaceNotFound } from './errors.js
  * without the time (a standalone server) is OperationTimeMissing.
  */
 export async function appendOplogNote(cluster: Cluster, purpose: string, instance: string): Promise<Timestamp> {
-  const reply = await cluster.client.db('admin').command({ appendOplogNote: 1, data: { ferry: purpose, instance } });
+  const reply = await runIdempotent(cluster.client.db('admin'), { appendOplogNote: 1, data: { ferry: purpose, instance } });
   const time = reply.operationTime as Timestamp | undefined;
   if (reply.ok !== 1 || time?._bsontype !== 'Timestamp') {
     throw new OperationTimeMissing({ cluster: nameCluster(cluster.endpoint), purpose });
@@ -33,7 +47,7 @@ export async function appendOplogNote(cluster: Cluster, purpose: string, instanc
 
 /** Turns user write blocking on or off on a whole cluster (`setUserWriteBlockMode`, MongoDB 6.0+). Idempotent. */
 export async function setUserWriteBlocking(client: MongoClient, on: boolean): Promise<void> {
-  await client.db('admin').command({ setUserWriteBlockMode: 1, global: on, writeConcern: MAJORITY });
+  await runIdempotent(client.db('admin'), { setUserWriteBlockMode: 1, global: on, writeConcern: MAJORITY });
 }
 
 interface Privilege {
@@ -143,7 +157,9 @@ export interface CollectionEntry {
 
 /** `listCollections` of a database (all, or the one named `name`), type-faithful, in the server's order. */
 export async function listCollectionEntries(db: Db, name?: string): Promise<CollectionEntry[]> {
-  const entries = await db.listCollections(name === undefined ? {} : { name }, { nameOnly: false, ...TYPE_FAITHFUL }).toArray();
+  const entries = await retryTransient(() =>
+    db.listCollections(name === undefined ? {} : { name }, { nameOnly: false, ...TYPE_FAITHFUL }).toArray(),
+  );
   return entries.map((entry) => {
     const raw = entry as { name: string; type?: string; options?: Document; info?: { uuid?: Binary } };
     const typed: CollectionEntry = { name: raw.name, type: raw.type ?? 'collection', options: raw.options ?? {} };
@@ -160,14 +176,14 @@ export async function collectionEntry(client: MongoClient, ns: Namespace): Promi
 
 /** Whether the namespace exists (a collection or a view). */
 export async function namespaceExists(client: MongoClient, ns: Namespace): Promise<boolean> {
-  const found = await client.db(ns.db).listCollections({ name: ns.coll }, { nameOnly: true }).toArray();
+  const found = await retryTransient(() => client.db(ns.db).listCollections({ name: ns.coll }, { nameOnly: true }).toArray());
   return found.length > 0;
 }
 
 /** `listIndexes` of a collection, type-faithful; undefined when the collection does not exist (any more). */
 export async function listIndexSpecs(client: MongoClient, ns: Namespace): Promise<Document[] | undefined> {
   try {
-    return await client.db(ns.db).collection(ns.coll).listIndexes(TYPE_FAITHFUL).toArray();
+    return await retryTransient(() => client.db(ns.db).collection(ns.coll).listIndexes(TYPE_FAITHFUL).toArray());
   } catch (error) {
     if (isNamespaceNotFound(error)) return undefined;
     throw error;
@@ -176,18 +192,18 @@ export async function listIndexSpecs(client: MongoClient, ns: Namespace): Promis
 
 /** Creates a collection or view (`create` with the given options). */
 export async function createNamespace(client: MongoClient, ns: Namespace, options: Document): Promise<void> {
-  await client.db(ns.db).command({ create: ns.coll, ...options, writeConcern: MAJORITY });
+  await runIdempotent(client.db(ns.db), { create: ns.coll, ...options, writeConcern: MAJORITY });
 }
 
 /** Builds indexes (one `createIndexes`); indexes that already exist as given are a no-op. */
 export async function createIndexes(client: MongoClient, ns: Namespace, specs: readonly Document[]): Promise<void> {
-  await client.db(ns.db).command({ createIndexes: ns.coll, indexes: specs, writeConcern: MAJORITY });
+  await runIdempotent(client.db(ns.db), { createIndexes: ns.coll, indexes: specs, writeConcern: MAJORITY });
 }
 
 /** Drops one index; one that is not there (or a collection that is not) is fine. */
 export async function dropIndex(client: MongoClient, ns: Namespace, name: string): Promise<void> {
   try {
-    await client.db(ns.db).command({ dropIndexes: ns.coll, index: name, writeConcern: MAJORITY });
+    await runIdempotent(client.db(ns.db), { dropIndexes: ns.coll, index: name, writeConcern: MAJORITY });
   } catch (error) {
     if (!isIndexNotFound(error) && !isNamespaceNotFound(error)) throw error;
   }
@@ -196,7 +212,7 @@ export async function dropIndex(client: MongoClient, ns: Namespace, name: string
 /** Drops a collection or view; one that is not there is fine. */
 export async function dropNamespace(client: MongoClient, ns: Namespace): Promise<void> {
   try {
-    await client.db(ns.db).command({ drop: ns.coll, writeConcern: MAJORITY });
+    await runIdempotent(client.db(ns.db), { drop: ns.coll, writeConcern: MAJORITY });
   } catch (error) {
     if (!isNamespaceNotFound(error)) throw error;
   }
@@ -205,9 +221,12 @@ export async function dropNamespace(client: MongoClient, ns: Namespace): Promise
 /** Renames `from` to `to` (replacing `to`); false when `from` is not there. */
 export async function renameNamespace(client: MongoClient, from: Namespace, to: Namespace): Promise<boolean> {
   try {
-    await client
-      .db('admin')
-      .command({ renameCollection: namespaceOf(from), to: namespaceOf(to), dropTarget: true, writeConcern: MAJORITY });
+    await runIdempotent(client.db('admin'), {
+      renameCollection: namespaceOf(from),
+      to: namespaceOf(to),
+      dropTarget: true,
+      writeConcern: MAJORITY,
+    });
     return true;
   } catch (error) {
     if (isNamespaceNotFound(error)) return false;
@@ -217,5 +236,5 @@ export async function renameNamespace(client: MongoClient, from: Namespace, to: 
 
 /** Changes a collection's options or one of its indexes (`collMod` with `change`). */
 export async function collMod(client: MongoClient, ns: Namespace, change: Document): Promise<void> {
-  await client.db(ns.db).command({ collMod: ns.coll, ...change, writeConcern: MAJORITY });
+  await runIdempotent(client.db(ns.db), { collMod: ns.coll, ...change, writeConcern: MAJORITY });
 }

@@ -53,9 +53,12 @@ export const SERVER_CODES = Object.freeze({
  * rename, which drops the source) fails the open cursor's next getMore with it. Not a refusal: the
  * read restarts and finds the collection as it now is (gone: an empty read ends the partition, and
  * change-event application replays the drop or rename), as mongod's own initial-sync
- * CollectionCloner ends a collection's clone on that code.
+ * CollectionCloner ends a collection's clone on that code. And WriteConcernFailed: a write
+ * applied on the primary that a majority did not acknowledge in time; every write Ferry makes is
+ * idempotent, and sent again it waits for the majority again.
  */
 const TRANSIENT_CODES: ReadonlySet<number> = new Set([
+  SERVER_CODES.WriteConcernFailed,
   SERVER_CODES.HostUnreachable,
   SERVER_CODES.HostNotFound,
   SERVER_CODES.CursorNotFound,

@@ -11,7 +11,9 @@
  * Ferry killed in COMMITTING finishes from where it was:
  * 1. the hand-off: change-event application (the one running, or a new one from its recorded
  *    position) applies every event through the commit point and stops (`appliedAt`);
- * 2. every temporary characteristic is restored (restore.ts, `restoredAt`);
+ * 2. every temporary characteristic is restored (restore.ts, `restoredAt`), unless a collection's
+ *    read whole from the source was cut short by DDL after the commit point (its namespace record
+ *    is `incomplete`, src/cea/resync.ts): then the commit cannot complete and says so;
  * 3. for a reversible sync, the way back is recorded on both clusters (src/meta/way-back.ts: the
  *    destination's time just before its user writes are allowed, and each side's write blocking);
  * 4. the destination's write blocking is lifted, the record says completed, and the sync's resume
@@ -25,9 +27,11 @@
  */
 import { appendOplogNote, setUserWriteBlocking } from '../cluster/commands.js';
 import { asClusterError } from '../cluster/errors.js';
+import { retryTransient } from '../cluster/retry.js';
 import { blocksDestination, blocksSource } from '../domain/start-request.js';
 import { describeTime } from '../domain/time.js';
-import { MetadataMissing } from '../errors/errors.js';
+import { CollectionReadInterrupted, MetadataMissing } from '../errors/errors.js';
+import { namespaceOf } from '../domain/namespaces.js';
 import { NamespaceRecords } from '../meta/namespaces.js';
 import { ResumeStore, reversalsOf } from '../meta/resume.js';
 import { MetadataStore } from '../meta/store.js';
@@ -57,15 +61,21 @@ export class Commit implements CommitPhase {
   }
 
   async begin(): Promise<void> {
-    const { source, request, logger, store } = this.#context;
+    const { source, destination, request, logger, store } = this.#context;
     const blockSource = blocksSource(request.enableUserWriteBlocking);
+    // Which cluster a failure comes from: the commit point is taken on the source, recorded on the destination.
+    let cluster = source.endpoint;
+    let operation = 'taking the commit point';
     try {
       if (blockSource) {
         await setUserWriteBlocking(source.client, true);
         logger.info('Commit: user writes on the source are now blocked');
       }
       const commitPoint = await appendOplogNote(source, 'commit', store.instance);
-      await this.#record.begin(commitPoint);
+      cluster = destination.endpoint;
+      operation = 'recording the commit point';
+      // Recording it again is harmless: the commit point of a commit not yet begun is replaced.
+      await retryTransient(() => this.#record.begin(commitPoint));
       logger.info({ commitPoint: describeTime(commitPoint) }, 'Commit: commit point recorded');
     } catch (error) {
       // The commit did not begin (the sync stays RUNNING): the application may write to the source again.
@@ -77,7 +87,7 @@ export class Commit implements CommitPhase {
           ),
         );
       }
-      throw asClusterError(source.endpoint, 'taking the commit point', error);
+      throw asClusterError(cluster, operation, error);
     }
   }
 
@@ -110,7 +120,7 @@ export class Commit implements CommitPhase {
 
   /** One try from the record (see the module comment); the restores the destination refused, if any. */
   async #finishOnce(): Promise<RestoreFailure[]> {
-    const { destination, source, request, logger, store, changeApplication } = this.#context;
+    const { destination, request, logger, store, changeApplication } = this.#context;
     const doc = await this.#record.read();
     if (doc === null) throw new MetadataMissing({ record: 'commit record' });
     if (doc.appliedAt === undefined) {
@@ -122,7 +132,10 @@ export class Commit implements CommitPhase {
       await this.#record.mark('appliedAt');
     }
     if (doc.restoredAt === undefined) {
-      const steps = await planRestore(source.client, destination.client, await new NamespaceRecords(store).list());
+      const records = await new NamespaceRecords(store).list();
+      const incomplete = records.find((record) => record.incomplete === true);
+      if (incomplete !== undefined) throw new CollectionReadInterrupted({ ns: namespaceOf(incomplete) });
+      const steps = await planRestore(destination.client, records);
       const failures = await runRestore(destination.client, steps);
       if (failures.length > 0) return failures;
       logger.info('Commit: every temporary characteristic restored on the destination');

@@ -1,9 +1,10 @@
 /**
  * Restoring, at commit, the characteristics the destination held in temporary form during the
- * sync (src/plan/indexes.ts, src/plan/collection-options.ts): for every collection the sync holds
- * (its namespace records), each index is made what the source's index of that name is now
- * (writes stopped at the commit point), a capped collection gets the source's size and
- * document limit back, and a clustered or time-series collection its collection-level TTL:
+ * sync (src/plan/indexes.ts, src/plan/collection-options.ts): for every collection the sync holds,
+ * each index is made what its namespace record says the source had at the commit point (change-
+ * event application keeps the records in step with the source's DDL through the commit point), a
+ * capped collection gets its size and document limit back, and a clustered or time-series
+ * collection its collection-level TTL:
  *
  * - unique: `collMod` `prepareUnique: true`, then `unique: true` (the documented conversion; it
  *   fails with CannotConvertIndexToUnique if the destination holds duplicates);
@@ -12,32 +13,41 @@
  * - hidden: `collMod` `hidden: true`;
  * - capped: `collMod` `cappedSize` and `cappedMax`;
  * - collection-level TTL: `collMod` `expireAfterSeconds` (top level) back to the source's value,
- *   which mongod accepts on any collection clustered by `_id` that has none yet.
+ *   which mongod accepts on any collection clustered by `_id` that has none yet;
+ * - an index built `distinguished` (the twin of a unique index on the same key): dropped and
+ *   built as the source has it, after every `collMod` (its twin must be unique first); so is an
+ *   index the destination lacks.
  *
- * The steps are computed from both clusters each time (what already matches needs nothing), so a
- * commit interrupted half-way computes only what remains. A step that fails does not stop the
- * others; every failure is returned by namespace and index name.
+ * The originals come from the records, never from the destination's values: a source value equal
+ * to a temporary one (a TTL of 2147483647 seconds, a capped `max` of 2^31-1, a size of 1 PB) is
+ * still the source's. Each step is computed by comparing the record with the destination (what
+ * already matches needs nothing), so a commit interrupted half-way computes only what remains. A
+ * step that fails does not stop the others (but an index of that collection is not rebuilt after
+ * it); every failure is returned by namespace and index name.
  */
 import type { Document } from 'bson';
 import type { MongoClient } from 'mongodb';
-import { collectionEntry, collMod, listIndexSpecs } from '../cluster/commands.js';
+import { collectionEntry, collMod, createIndexes, dropIndex, listIndexSpecs } from '../cluster/commands.js';
+import type { IndexPlan } from '../domain/catalog.js';
 import type { Namespace } from '../domain/namespaces.js';
 import { type NamespaceRecord } from '../meta/namespaces.js';
 import { namespaceOf } from '../domain/namespaces.js';
-import { ID_INDEX_NAME } from '../domain/constants.js';
+import { indexSignature } from '../plan/indexes.js';
 
-/** One `collMod` that puts one characteristic back. */
+/** One `collMod` that puts one characteristic back, or one index built again as the source has it. */
 export interface RestoreStep {
   ns: { db: string; coll: string };
   /** The index it restores (absent for a collection option: capped size, collection-level TTL). */
   index?: string;
   /**
    * What it restores, for people: `unique`, `prepareUnique`, `expireAfterSeconds`, `hidden`,
-   * `capped size`, `collection expireAfterSeconds`.
+   * `capped size`, `collection expireAfterSeconds`, `index` (built again).
    */
   what: string;
   /** The `collMod` options (without `collMod` itself). */
-  change: Document;
+  change?: Document;
+  /** The index specification to build, after dropping the index of that name (a `build` step). */
+  build?: Document;
 }
 
 /** A step the destination refused. */
@@ -52,14 +62,16 @@ function byName(indexes: readonly Document[]): Map<string, Document> {
   return new Map(indexes.map((index) => [String(index.name), index]));
 }
 
-/** Whether mongod reports "no limit" for a capped collection's `max`. */
+/**
+ * Whether a capped collection's `max` is "no limit". Only a missing, zero or negative one: mongod
+ * lists 2^31-1 for a limit given as 0 or less, but 2^31-1 is also a limit a user can set, and it
+ * is what the source lists either way, so it is restored as it is.
+ */
 function noMax(max: unknown): boolean {
-  if (max === undefined || max === null) return true;
-  const value = Number(max);
-  return value <= 0 || value >= 0x7fffffff;
+  return max === undefined || max === null || Number(max) <= 0;
 }
 
-/** The steps one index needs to become what the source has. */
+/** The `collMod` steps one index needs to become what the source has. */
 export function indexSteps(ns: { db: string; coll: string }, source: Document, destination: Document): RestoreStep[] {
   const steps: RestoreStep[] = [];
   const name = String(source.name);
@@ -97,6 +109,37 @@ export function collectionTtlSteps(ns: { db: string; coll: string }, source: Doc
   return [{ ns, what: 'collection expireAfterSeconds', change: { expireAfterSeconds: wanted ?? 'off' } }];
 }
 
+/** The step that builds an index again as the source has it, when the destination lacks it or holds it distinguished. */
+export function buildSteps(ns: { db: string; coll: string }, plan: IndexPlan, destination: Document | undefined): RestoreStep[] {
+  if (destination !== undefined && (plan.changes.distinguished !== true || indexSignature(destination) === indexSignature(plan.original))) {
+    return [];
+  }
+  return [{ ns, index: plan.name, what: 'index', build: plan.original }];
+}
+
+/** Every step the collections of `records` still need on `destination` (see the module comment). */
+export async function planRestore(destination: MongoClient, records: readonly NamespaceRecord[]): Promise<RestoreStep[]> {
+  const steps: RestoreStep[] = [];
+  const builds: RestoreStep[] = [];
+  for (const record of records.filter((r) => r.type === 'collection')) {
+    const ns = { db: record.db, coll: record.coll };
+    const [destinationIndexes, destinationOptions] = await Promise.all([listIndexes(destination, ns), collectionOptions(destination, ns)]);
+    if (destinationOptions === undefined) continue; // not on the destination: nothing to restore on it
+    const onDestination = byName(destinationIndexes);
+    for (const plan of record.indexes) {
+      const counterpart = onDestination.get(plan.name);
+      const build = buildSteps(ns, plan, counterpart);
+      if (build.length > 0) builds.push(...build);
+      else if (counterpart !== undefined) steps.push(...indexSteps(ns, plan.original, counterpart));
+    }
+    steps.push(
+      ...cappedSteps(ns, record.sourceOptions, destinationOptions),
+      ...collectionTtlSteps(ns, record.sourceOptions, destinationOptions),
+    );
+  }
+  return [...steps, ...builds];
+}
+
 async function listIndexes(client: MongoClient, ns: Namespace): Promise<Document[]> {
   return (await listIndexSpecs(client, ns)) ?? [];
 }
@@ -105,43 +148,26 @@ async function collectionOptions(client: MongoClient, ns: Namespace): Promise<Do
   return (await collectionEntry(client, ns))?.options;
 }
 
-/** Every step the collections of `records` still need (see the module comment). */
-export async function planRestore(
-  source: MongoClient,
-  destination: MongoClient,
-  records: readonly NamespaceRecord[],
-): Promise<RestoreStep[]> {
-  const steps: RestoreStep[] = [];
-  for (const record of records.filter((r) => r.type === 'collection')) {
-    const ns = { db: record.db, coll: record.coll };
-    const [sourceIndexes, destinationIndexes, sourceOptions, destinationOptions] = await Promise.all([
-      listIndexes(source, ns),
-      listIndexes(destination, ns),
-      collectionOptions(source, ns),
-      collectionOptions(destination, ns),
-    ]);
-    const onDestination = byName(destinationIndexes);
-    for (const index of sourceIndexes) {
-      const counterpart = onDestination.get(String(index.name));
-      if (index.name === ID_INDEX_NAME || counterpart === undefined) continue; // not built (buildIndexes)
-      steps.push(...indexSteps(ns, index, counterpart));
-    }
-    if (sourceOptions !== undefined && destinationOptions !== undefined) {
-      steps.push(...cappedSteps(ns, sourceOptions, destinationOptions), ...collectionTtlSteps(ns, sourceOptions, destinationOptions));
-    }
-  }
-  return steps;
-}
-
-/** Runs the steps in order (an index's `prepareUnique` before its `unique`); returns the failures. */
+/**
+ * Runs the steps in order (an index's `prepareUnique` before its `unique`, builds last); returns
+ * the failures. No index of a collection is built after a step of that collection failed: a twin
+ * not yet unique would collide with it.
+ */
 export async function runRestore(destination: MongoClient, steps: readonly RestoreStep[]): Promise<RestoreFailure[]> {
   const failures: RestoreFailure[] = [];
+  const failed = (step: RestoreStep, sameIndex: boolean) =>
+    failures.some((f) => namespaceOf(f.step.ns) === namespaceOf(step.ns) && (!sameIndex || f.step.index === step.index));
   for (const step of steps) {
     // A unique conversion cannot run once its prepareUnique failed.
-    if (step.what === 'unique' && failures.some((f) => f.step.index === step.index && namespaceOf(f.step.ns) === namespaceOf(step.ns)))
-      continue;
+    if (step.what === 'unique' && failed(step, true)) continue;
+    if (step.build !== undefined && failed(step, false)) continue;
     try {
-      await collMod(destination, step.ns, step.change);
+      if (step.build !== undefined) {
+        await dropIndex(destination, step.ns, String(step.build.name));
+        await createIndexes(destination, step.ns, [step.build]);
+      } else {
+        await collMod(destination, step.ns, step.change ?? {});
+      }
     } catch (error) {
       const { codeName, message } = error as { codeName?: string; message?: string };
       failures.push({ step, codeName: codeName ?? 'Error', message: message ?? String(error) });
@@ -155,7 +181,7 @@ export function describeFailure(failure: RestoreFailure): string {
   const { step } = failure;
   const target = step.index === undefined ? namespaceOf(step.ns) : `index "${step.index}" of ${namespaceOf(step.ns)}`;
   const advice =
-    failure.codeName === 'CannotConvertIndexToUnique'
+    failure.codeName === 'CannotConvertIndexToUnique' || failure.codeName === 'DuplicateKey'
       ? ': the destination holds documents with duplicate keys for it; remove ' +
         'the duplicates on the destination, and the commit completes by itself'
       : '';

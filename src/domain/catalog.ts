@@ -16,6 +16,12 @@ export interface TemporaryChanges {
   hidden?: true;
   /** The index has `prepareUnique` on the source; built without it. */
   prepareUnique?: true;
+  /**
+   * Built without `sparse` and with `_id: {$exists: true}` in its partial filter, so that it does
+   * not collide with a unique index on the same key, non-unique during the sync (its twin:
+   * src/plan/indexes.ts); commit rebuilds it as the source has it.
+   */
+  distinguished?: true;
 }
 
 /** One index as the destination gets it, and how to restore it. */

@@ -146,6 +146,12 @@ migration again from the beginning (drop the destination data and Ferry's metada
     message: 'the {record} has disappeared from the metadata',
     when: "a record of Ferry's metadata database was removed under it",
   },
+  CollectionReadInterrupted: {
+    message: `The commit cannot complete: {ns} on the destination may not hold what the source holds. Ferry was reading it whole \
+when the source renamed or dropped it after the commit point, so no change event up to the commit point settles it. Start the \
+migration again, with no DDL on the source during the commit (or with write blocking on both clusters)`,
+    when: 'the source renamed or dropped a collection after the commit point while Ferry read it whole (the commit waits, never completes)',
+  },
   CommitStopped: {
     message: 'the commit stopped before it completed ({detail})',
     when: 'Ferry was stopped while a commit waited; it finishes after a restart',

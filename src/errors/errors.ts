@@ -122,6 +122,7 @@ export const ApplyWriteRefused = defineError('ApplyWriteRefused');
 export const TombstoneWriteRefused = defineError('TombstoneWriteRefused');
 export const ApplicationStopped = defineError('ApplicationStopped');
 export const MetadataMissing = defineError('MetadataMissing');
+export const CollectionReadInterrupted = defineError('CollectionReadInterrupted');
 export const CommitStopped = defineError('CommitStopped');
 
 /* The instance type of each class, by the same name. */
@@ -161,6 +162,7 @@ export type ApplyWriteRefused = FerryError<'ApplyWriteRefused'>;
 export type TombstoneWriteRefused = FerryError<'TombstoneWriteRefused'>;
 export type ApplicationStopped = FerryError<'ApplicationStopped'>;
 export type MetadataMissing = FerryError<'MetadataMissing'>;
+export type CollectionReadInterrupted = FerryError<'CollectionReadInterrupted'>;
 export type CommitStopped = FerryError<'CommitStopped'>;
 
 /** Turns anything thrown into a FerryError, keeping FerryErrors as they are. */
@@ -168,6 +170,20 @@ export function asFerryError(thrown: unknown): FerryError {
   if (thrown instanceof FerryError) return thrown;
   const message = thrown instanceof Error ? thrown.message : String(thrown);
   return new InternalError(message, { cause: thrown });
+}
+
+/**
+ * A failure as an operator reads it: its name, then its message (`CannotIndexParallelArrays:
+ * Index build failed: ...`). The name is a FerryError's code, else a server error's codeName,
+ * else the error's own name unless it is a bare `Error`; a message that starts with it is kept.
+ */
+export function describeFailure(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  const name =
+    error instanceof FerryError
+      ? error.code
+      : (serverFields(error).codeName ?? (error instanceof Error && error.name !== 'Error' ? error.name : undefined));
+  return name === undefined || message.startsWith(name) ? message : `${name}: ${message}`;
 }
 
 /** Whether `error` is a FerryError of `code`. */

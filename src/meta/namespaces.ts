@@ -48,6 +48,13 @@ export interface NamespaceRecord {
   created: boolean;
   partitioned: boolean;
   indexesBuilt: boolean;
+  /**
+   * Set when reading the collection whole from the source (src/cea/resync.ts) could not finish
+   * because the source renamed or dropped it meanwhile: the destination's collection may not
+   * hold what the source's does until the DDL that follows in the stream settles it (a rename
+   * reads it whole under the new name, a drop ends it). Commit does not complete while it is set.
+   */
+  incomplete?: true;
 }
 
 /** A namespace record as stored: options and index specifications packed (see store.ts). */

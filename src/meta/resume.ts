@@ -13,6 +13,7 @@ import type { StartRequest } from '../domain/start-request.js';
 import type { RecoverableState, SyncPhase } from '../domain/states.js';
 import { InstanceCollection, storedNumber, type MetadataStore } from './store.js';
 import { MAJORITY } from '../cluster/concerns.js';
+import { retryTransient } from '../cluster/retry.js';
 
 export interface PhaseTransition {
   phase: SyncPhase;
@@ -78,7 +79,10 @@ export class ResumeStore extends InstanceCollection<ResumeDocument> {
 
   /**
    * Records a new sync (state RUNNING, phase `planning`; a reversed sync: its own state, phase
-   * `copied`). Fails if this instance already has one.
+   * `copied`). Fails if this instance already has one. A failure leaves no document of its own
+   * behind: a write concern error (a majority not reached in time) comes after the insert took
+   * effect on the primary, and a sync recorded there would refuse every later start with this id
+   * although this one was refused.
    */
   async create(fresh: NewResume): Promise<ResumeDocument> {
     const now = new Date();
@@ -98,7 +102,15 @@ export class ResumeStore extends InstanceCollection<ResumeDocument> {
       updatedAt: now,
     };
     if (reversal !== undefined) doc.copyCompletedAt = reversal.copyCompletedAt;
-    await this.collection.insertOne(doc, { writeConcern: MAJORITY });
+    try {
+      await this.collection.insertOne(doc, { writeConcern: MAJORITY });
+    } catch (error) {
+      // Only this very document (its creation time): never one a racing instance wrote.
+      await retryTransient(() => this.collection.deleteOne({ _id: this.instance, createdAt: now }, { writeConcern: MAJORITY })).catch(
+        () => undefined,
+      );
+      throw error;
+    }
     return doc;
   }
 

@@ -7,6 +7,7 @@
 import type { Binary, Document } from 'bson';
 import type { MongoClient } from 'mongodb';
 import { collectionEntry, listCollectionEntries, listDatabaseNames, listIndexSpecs } from '../cluster/commands.js';
+import { retryTransient } from '../cluster/retry.js';
 import type { IndexBuildTime } from '../domain/catalog.js';
 import type { Namespace } from '../domain/namespaces.js';
 import type { StartRequest } from '../domain/start-request.js';
@@ -32,7 +33,7 @@ export interface SourceNamespace {
 
 /** Reads every selected namespace of the source, sorted by database then name. */
 export async function readSourceCatalog(client: MongoClient, selector: NamespaceSelector, logger: Logger): Promise<SourceNamespace[]> {
-  const names = (await listDatabaseNames(client)).filter((db) => selector.selectsDatabase(db)).sort();
+  const names = (await retryTransient(() => listDatabaseNames(client))).filter((db) => selector.selectsDatabase(db)).sort();
   const found: SourceNamespace[] = [];
   for (const db of names) {
     const entries = await listCollectionEntries(client.db(db));

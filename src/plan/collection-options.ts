@@ -32,11 +32,15 @@ export interface CreatePlan {
   expireAfterSeconds?: number;
 }
 
-/** mongod reports "no limit" on a capped collection's `max` as 0, a negative number or 2^31-1. */
+/**
+ * A capped collection's document limit to restore: any positive `max` the source lists. mongod
+ * lists a limit given as 0 or less as 2^31-1, which a user can also set: it is recorded and
+ * restored like any other, never taken for "no limit".
+ */
 function cappedMax(max: unknown): number | undefined {
   if (max === undefined || max === null) return undefined;
   const value = Number(max);
-  return value <= 0 || value >= 0x7fffffff ? undefined : value;
+  return value <= 0 ? undefined : value;
 }
 
 /** The `create` options for a collection or view, from its source `listCollections` options. */

@@ -11,7 +11,7 @@ import type { ClusterEndpoint } from '../domain/clusters.js';
 import { redactUris } from '../domain/credentials.js';
 import type { SyncEvent, SyncControl } from '../domain/sync-control.js';
 import { COMMANDS, isTransition, type Command, type State } from '../domain/states.js';
-import { InternalError, InvalidStateTransition, NotReadyToCommit, NotReversible } from '../errors/errors.js';
+import { describeFailure, InternalError, InvalidStateTransition, NotReadyToCommit, NotReversible } from '../errors/errors.js';
 
 export interface StateMachineOptions {
   /** The sync it drives (src/sync/orchestrator.ts). */
@@ -171,7 +171,7 @@ export class StateMachine {
     const { from, to } = expected[event.type];
     if (event.type === 'failed') {
       this.#logger.error({ err: event.error, state: this.#state }, 'The sync stopped on an error');
-      const reason = redactUris(event.error.message);
+      const reason = redactUris(describeFailure(event.error));
       this.#failure =
         this.#state === 'RUNNING'
           ? `The sync stopped on an error and is paused: ${reason}. Fix the cause, then POST /api/v1/resume.`

@@ -10,8 +10,12 @@
  *   runs phase after phase. Each part of the initial copy is recorded before it begins, and every
  *   phase is told (`onSyncPhase`).
  * - `pause` and `close` stop every phase at a safe point; `resume` launches a new run from the records.
- * - A phase's failure is recorded (state PAUSED, `lastError`), the other phases stop, and the state
- *   machine hears `failed`: the sync pauses, and `resume` continues from the checkpoints.
+ * - A phase's failure on a passing condition of a cluster (a failover, a dropped connection, a write
+ *   concern not met in time: src/cluster/errors.ts `isTransient`) stops the run and launches a new
+ *   one from the records, as `resume` would, under the retry policy (src/cluster/retry.ts); any
+ *   other failure, or one that persists, is recorded (state PAUSED, `lastError`), the other phases
+ *   stop, and the state machine hears `failed`: the sync pauses, and `resume` continues from the
+ *   checkpoints.
  * - `commit`: the commit phase begins while the request waits, then finishes in the background
  *   (its retries and its hand-off of change-event application are src/commit/'s); `commitCompleted`.
  * - `reverse`: the reverse phase checks the committed sync and records the reversed one while the
@@ -25,13 +29,14 @@
 import type { Cluster } from '../cluster/connect.js';
 import { openCluster } from '../cluster/connect.js';
 import { setUserWriteBlocking } from '../cluster/commands.js';
-import { asClusterError } from '../cluster/errors.js';
+import { asClusterError, isTransient } from '../cluster/errors.js';
+import { RETRY_POLICY, retryDelay, sleep } from '../cluster/retry.js';
 import type { SyncSettings } from '../config/settings.js';
 import type { ClusterEndpoint, ClusterName } from '../domain/clusters.js';
 import { redactUris } from '../domain/credentials.js';
 import { blocksDestination, reversedRequest, type StartRequest } from '../domain/start-request.js';
 import type { RecoveredState, SyncControl, SyncEvent, SyncSnapshot } from '../domain/sync-control.js';
-import { InvalidStateTransition, MetadataMissing } from '../errors/errors.js';
+import { describeFailure, InvalidStateTransition, MetadataMissing } from '../errors/errors.js';
 import type { Logger } from '../log/logger.js';
 import { ResumeStore, reversalsOf, type ResumeDocument } from '../meta/resume.js';
 import { MetadataStore } from '../meta/store.js';
@@ -70,6 +75,10 @@ export class SyncOrchestrator implements SyncControl {
   /** Events applied in earlier directions of the sync: progress counts the current direction's only. */
   #eventsBeforeReverse = 0;
   #closed = false;
+  /** Bumped by every request that starts or stops a run: a relaunch planned before one is dropped. */
+  #generation = 0;
+  /** Runs launched again after a passing failure, since the sync last ran a while without one. */
+  #relaunches = { count: 0, last: 0 };
 
   constructor(options: SyncOrchestratorOptions) {
     this.#options = options;
@@ -173,15 +182,46 @@ export class SyncOrchestrator implements SyncControl {
     if (sync.application !== undefined) this.#retired.push(sync.application.status());
   }
 
-  /** A phase failed: record it, stop the rest, and let the state machine pause. */
+  /** A phase failed: launch the run again after a passing failure, else record it, stop the rest, and let the state machine pause. */
   async #fail(sync: ActiveSync, error: unknown): Promise<void> {
     if (this.#sync !== sync || sync.run?.active !== true) return; // already stopping or stopped
+    if (await this.#relaunched(sync, error)) return;
     this.#logger.error({ err: error }, 'The sync failed');
     await this.#halt(sync, false);
-    await sync.resume.setState('PAUSED', redactUris((error as Error).message)).catch((persistError: unknown) => {
+    await sync.resume.setState('PAUSED', redactUris(describeFailure(error))).catch((persistError: unknown) => {
       this.#logger.error({ err: persistError }, 'Could not record the failure in the metadata');
     });
     this.#report({ type: 'failed', error: error as Error });
+  }
+
+  /**
+   * After a passing failure (its cause chain holds one `isTransient` accepts), stops the run and,
+   * after the retry policy's delay, launches a new one from the records; false when the failure is
+   * not passing or has come back too often (`RETRY_POLICY.retries` times, each within a minute of
+   * the last), so that the sync pauses. A request (pause, resume, commit, close) meanwhile cancels it.
+   */
+  async #relaunched(sync: ActiveSync, error: unknown): Promise<boolean> {
+    let passing = false;
+    for (let cause = error; cause !== undefined && !passing; cause = (cause as { cause?: unknown } | null)?.cause) {
+      passing = isTransient(cause);
+    }
+    const now = Date.now();
+    if (now - this.#relaunches.last > 60_000) this.#relaunches.count = 0;
+    if (!passing || this.#relaunches.count >= RETRY_POLICY.retries) return false;
+    const delayMs = retryDelay(this.#relaunches.count);
+    this.#relaunches = { count: this.#relaunches.count + 1, last: now };
+    const generation = this.#generation;
+    this.#logger.warn(
+      { err: error, retry: this.#relaunches.count, delayMs },
+      `The sync met a passing failure (${redactUris((error as Error).message)}); it continues from its records in ${delayMs} ms`,
+    );
+    await this.#halt(sync, false);
+    await sleep(delayMs);
+    if (this.#generation !== generation || this.#closed || this.#sync !== sync) return true;
+    const doc = await sync.resume.read().catch(() => null);
+    if (doc === null) return false;
+    this.#launch(sync, await this.#prepare(sync, doc));
+    return true;
   }
 
   /**
@@ -202,12 +242,14 @@ export class SyncOrchestrator implements SyncControl {
 
   async pause(): Promise<void> {
     const sync = this.#requireSync('pause');
+    this.#generation++;
     await this.#halt(sync);
     await this.#recordState(sync, 'PAUSED');
   }
 
   async resume(): Promise<void> {
     const sync = this.#requireSync('resume');
+    this.#generation++;
     // A run that failed may still be winding down (workers checkpointing): never run two at once.
     await this.#halt(sync);
     await this.#recordState(sync, 'RUNNING');
@@ -232,6 +274,7 @@ export class SyncOrchestrator implements SyncControl {
 
   async commit(): Promise<void> {
     const sync = this.#requireSync('commit');
+    this.#generation++;
     if (sync.application === undefined) throw new InvalidStateTransition('commit: change events are not being applied');
     const commit = this.#newCommit(sync);
     await commit.begin();
@@ -270,6 +313,7 @@ export class SyncOrchestrator implements SyncControl {
 
   async reverse(): Promise<void> {
     const committed = this.#requireSync('reverse');
+    this.#generation++;
     const doc = await committed.resume.read().catch((error: unknown) => {
       throw asClusterError(committed.destination.endpoint, 'reading the metadata', error);
     });
@@ -327,6 +371,7 @@ export class SyncOrchestrator implements SyncControl {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    this.#generation++;
     const sync = this.#sync;
     if (sync !== undefined) {
       const stopping = [sync.commit?.stop(), sync.reverse?.stop()];

@@ -5,6 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
+import { MongoServerError } from 'mongodb';
 import { buildTestApp, VALID_START, type TestApp } from './app.js';
 import { FakeEngine, gate } from './fake-engine.js';
 import { assertProgressRules } from './progress-rules.js';
@@ -130,6 +131,21 @@ describe('legal transitions', () => {
     const resumed = await t.progress();
     assert.equal(resumed.state, 'RUNNING');
     assert.deepEqual(resumed.warnings, []);
+  });
+
+  it('a failure the server names pauses the sync with that name in warnings', async () => {
+    const t = await reach('RUNNING');
+    const error = new MongoServerError({
+      ok: 0,
+      code: 171,
+      codeName: 'CannotIndexParallelArrays',
+      errmsg: 'Index build failed: cannot index parallel arrays [b] [a]',
+    });
+    t.engine.emit({ type: 'failed', error });
+    await settle();
+    const paused = await t.progress();
+    assert.equal(paused.state, 'PAUSED');
+    assert.match(paused.warnings![0]!, /paused: CannotIndexParallelArrays: Index build failed: cannot index parallel arrays/);
   });
 
   it('recovery at startup puts the machine in the recovered state with its direction', async () => {

@@ -12,6 +12,7 @@ import { compareClusters, temporaryIndexForm, type ClusterDifference } from '../
 import { temporaryCollectionOptions } from '../../src/plan/collection-options.js';
 import { createNamespaceSelector } from '../../src/plan/namespaces.js';
 import { startClusterPair, type ClusterPair } from '../helpers/clusters.js';
+import type { ClusterOptions } from '../cluster/index.js';
 import { METADATA_DATABASE } from '../../src/domain/namespaces.js';
 import type { NamespaceFilter } from '../../src/domain/start-request.js';
 
@@ -196,8 +197,9 @@ export interface TestClusters {
 /**
  * Registers the file's before/after hooks: a source/destination pair with a client on each, and
  * at the end this run's data and metadata dropped from both. The fields are set once `before` ran.
+ * `options` are the test clusters' (e.g. `enableTestCommands` for fail points; real deployments ignore them).
  */
-export function useClusterPair(): TestClusters {
+export function useClusterPair(options: ClusterOptions = {}): TestClusters {
   const clusters = {} as TestClusters;
   clusters.differences = (include, exclude, midSync = false) =>
     compareClusters(clusters.pair.cluster0, clusters.pair.cluster1, {
@@ -205,7 +207,7 @@ export function useClusterPair(): TestClusters {
       ...(midSync ? { expectedIndex: temporaryIndexForm, expectedOptions: temporaryCollectionOptions } : {}),
     });
   before(async () => {
-    clusters.pair = await startClusterPair();
+    clusters.pair = await startClusterPair(options);
     clusters.source = await MongoClient.connect(clusters.pair.cluster0);
     clusters.destination = await MongoClient.connect(clusters.pair.cluster1);
   });

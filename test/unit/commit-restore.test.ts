@@ -3,7 +3,15 @@ import assert from 'node:assert/strict';
 import { Int32, Long } from 'bson';
 import type { Document } from 'bson';
 import type { MongoClient } from 'mongodb';
-import { cappedSteps, collectionTtlSteps, describeFailure, indexSteps, planRestore, runRestore } from '../../src/commit/restore.js';
+import {
+  buildSteps,
+  cappedSteps,
+  collectionTtlSteps,
+  describeFailure,
+  indexSteps,
+  planRestore,
+  runRestore,
+} from '../../src/commit/restore.js';
 import { temporaryIndex } from '../../src/plan/indexes.js';
 import { namespaceRecord } from '../../src/plan/catalog.js';
 
@@ -58,6 +66,11 @@ describe('commit restore steps', () => {
     );
     assert.deepEqual(cappedSteps(ns, source, source), []);
     assert.deepEqual(cappedSteps(ns, { capped: true, size: 4096, max: 0 }, { capped: true, size: 4096 }), [], 'max 0 means none');
+    // 2^31-1 is what mongod lists for "no limit" given as 0, and a limit a user can set: the source's value either way.
+    assert.deepEqual(
+      cappedSteps(ns, { capped: true, size: 2 ** 31, max: 2147483647 }, { capped: true, size: 1024 ** 5 }).map((s) => s.change),
+      [{ cappedSize: 2 ** 31, cappedMax: 2147483647 }],
+    );
     assert.deepEqual(cappedSteps(ns, {}, {}), []);
   });
 
@@ -93,9 +106,8 @@ describe('commit restore steps', () => {
       enableUserWriteBlocking: 'destinationOnly',
       verification: { enabled: true },
     });
-    const source = fakeCluster(sourceOptions);
     const destination = fakeCluster(record.createOptions);
-    const failures = await runRestore(destination.client, await planRestore(source.client, destination.client, [record]));
+    const failures = await runRestore(destination.client, await planRestore(destination.client, [record]));
     assert.deepEqual(failures, []);
     assert.deepEqual(destination.commands, [{ collMod: 'orders', expireAfterSeconds: new Long(3600), writeConcern: { w: 'majority' } }]);
   });
@@ -112,5 +124,82 @@ describe('commit restore steps', () => {
     assert.match(text, /index "e_1" of shop\.orders/);
     assert.match(text, /CannotConvertIndexToUnique/);
     assert.match(text, /remove the duplicates/);
+  });
+});
+
+describe('commit rebuilds', () => {
+  const record = (indexes: object[]) =>
+    namespaceRecord({ db: ns.db, coll: ns.coll, type: 'collection', options: {}, indexes: indexes as Document[] }, 'afterCopy', {
+      source: 'cluster0',
+      destination: 'cluster1',
+      buildIndexes: 'afterDataCopy',
+      reversible: false,
+      enableUserWriteBlocking: 'destinationOnly',
+      verification: { enabled: true },
+    });
+
+  it('convert the unique twin first, then build the distinguished one as the source has it', async () => {
+    const planned = record([
+      { key: { e: 1 }, name: 'e_unique', unique: true },
+      { key: { e: 1 }, name: 'e_plain' },
+    ]);
+    const destinationIndexes = planned.indexes.map((plan) => plan.temporary);
+    const commands: Document[] = [];
+    const client = {
+      db: () => ({
+        collection: () => ({ listIndexes: () => ({ toArray: async () => destinationIndexes }) }),
+        listCollections: () => ({ toArray: async () => [{ name: ns.coll, type: 'collection', options: {} }] }),
+        command: async (command: Document) => (commands.push(command), { ok: 1 }),
+      }),
+    } as unknown as MongoClient;
+    const steps = await planRestore(client, [planned]);
+    assert.deepEqual(
+      steps.map((step) => [step.what, step.index]),
+      [
+        ['prepareUnique', 'e_unique'],
+        ['unique', 'e_unique'],
+        ['index', 'e_plain'],
+      ],
+    );
+    assert.deepEqual(await runRestore(client, steps), []);
+    assert.deepEqual(
+      commands.slice(-2).map(({ writeConcern: _w, ...command }) => command),
+      [
+        { dropIndexes: 'orders', index: 'e_plain' },
+        { createIndexes: 'orders', indexes: [{ key: { e: 1 }, name: 'e_plain' }] },
+      ],
+    );
+  });
+
+  it('build nothing once the destination holds the source form, and nothing after a refused conversion', async () => {
+    const planned = record([
+      { key: { e: 1 }, name: 'e_unique', unique: true },
+      { key: { e: 1 }, name: 'e_plain' },
+    ]);
+    const [unique, plain] = planned.indexes;
+    assert.deepEqual(buildSteps(ns, plain!, plain!.original), []);
+    assert.equal(buildSteps(ns, plain!, plain!.temporary).length, 1);
+    assert.equal(buildSteps(ns, unique!, undefined).length, 1, 'an index the destination lacks is built');
+    const commands: Document[] = [];
+    const refusing = {
+      db: () => ({
+        command: async (command: Document) => {
+          commands.push(command);
+          if (command.collMod !== undefined) throw Object.assign(new Error('duplicates'), { codeName: 'CannotConvertIndexToUnique' });
+          return { ok: 1 };
+        },
+      }),
+    } as unknown as MongoClient;
+    const steps = [...indexSteps(ns, unique!.original, unique!.temporary), ...buildSteps(ns, plain!, plain!.temporary)];
+    const failures = await runRestore(refusing, steps);
+    assert.deepEqual(
+      failures.map((f) => f.step.what),
+      ['prepareUnique'],
+    );
+    assert.equal(
+      commands.some((command) => command.dropIndexes !== undefined),
+      false,
+      'the twin is not dropped while the unique one is not unique',
+    );
   });
 });

@@ -12,10 +12,11 @@ describe('destination collection options', () => {
     assert.deepEqual(plan.capped, { size: 1_048_576, max: 500 });
   });
 
-  it('records no max for a capped collection without one (mongod lists "none" as 0 or 2^31-1)', () => {
+  it('records no max for a capped collection without one, and a listed 2^31-1 as the limit it is', () => {
     assert.deepEqual(createPlan('collection', { capped: true, size: 4096 }).capped, { size: 4096 });
     assert.deepEqual(createPlan('collection', { capped: true, size: 4096, max: 0 }).capped, { size: 4096 });
-    assert.deepEqual(createPlan('collection', { capped: true, size: 4096, max: 0x7fffffff }).capped, { size: 4096 });
+    // mongod lists "no limit" given as 0 as 2^31-1, and a user may set 2^31-1: what the source lists comes back.
+    assert.deepEqual(createPlan('collection', { capped: true, size: 2 ** 31, max: 0x7fffffff }).capped, { size: 2 ** 31, max: 0x7fffffff });
   });
 
   it('carries collation, validator and every other option unchanged', () => {

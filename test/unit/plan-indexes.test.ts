@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Int32 } from 'bson';
-import { indexesToBuild, isHashedIndex, temporaryIndex } from '../../src/plan/indexes.js';
+import { indexesToBuild, indexSignature, isHashedIndex, temporaryIndex } from '../../src/plan/indexes.js';
 import { indexBuildTime } from '../../src/domain/catalog.js';
 import { TEMPORARY_TTL_SECONDS } from '../../src/domain/constants.js';
 import { BUILD_INDEXES } from '../../src/domain/start-request.js';
@@ -99,5 +99,63 @@ describe('buildIndexes policies', () => {
     assert.equal(isHashedIndex({ key: { a: 1, b: 'hashed' } }), true);
     assert.equal(isHashedIndex({ key: { a: 1 } }), false);
     assert.equal(isHashedIndex({ key: { t: 'text' } }), false);
+  });
+});
+
+describe('indexes differing only in unique (twins once the unique one is non-unique)', () => {
+  const build = (specs: object[]) => indexesToBuild([{ v: 2, key: { _id: 1 }, name: '_id_' }, ...specs], 'afterDataCopy');
+
+  it('keeps the unique one plain and distinguishes the other by a partial filter every document matches', () => {
+    const [unique, plain] = build([
+      { v: 2, key: { e: 1 }, name: 'e_unique', unique: true },
+      { v: 2, key: { e: 1 }, name: 'e_plain' },
+    ]);
+    assert.deepEqual(unique!.temporary, { key: { e: 1 }, name: 'e_unique' });
+    assert.deepEqual(plain!.temporary, { key: { e: 1 }, name: 'e_plain', partialFilterExpression: { _id: { $exists: true } } });
+    assert.deepEqual(plain!.changes, { distinguished: true });
+    assert.deepEqual(plain!.original, { key: { e: 1 }, name: 'e_plain' });
+    assert.notEqual(indexSignature(unique!.temporary), indexSignature(plain!.temporary));
+  });
+
+  it('drops sparse (which cannot go with a partial filter) and adds to an existing partial filter', () => {
+    const sparse = build([
+      { key: { s: 1 }, name: 's_plain', sparse: true },
+      { key: { s: 1 }, name: 's_unique', sparse: true, unique: true, hidden: true },
+    ]);
+    assert.deepEqual(sparse[0]!.temporary, { key: { s: 1 }, name: 's_plain', partialFilterExpression: { _id: { $exists: true } } });
+    const partial = build([
+      { key: { p: 1 }, name: 'p_unique', unique: true, partialFilterExpression: { p: { $gt: 1 } } },
+      { key: { p: 1 }, name: 'p_plain', partialFilterExpression: { p: { $gt: 1 } } },
+    ]);
+    assert.deepEqual(partial[1]!.temporary.partialFilterExpression, { p: { $gt: 1 }, _id: { $exists: true } });
+    const onId = build([
+      { key: { _id: 1, q: 1 }, name: 'q_unique', unique: true, partialFilterExpression: { _id: { $gt: 1 } } },
+      { key: { _id: 1, q: 1 }, name: 'q_plain', partialFilterExpression: { _id: { $gt: 1 } } },
+    ]);
+    assert.deepEqual(onId[1]!.temporary.partialFilterExpression, { _id: { $gt: 1 }, $and: [{ _id: { $exists: true } }] });
+  });
+
+  it('leaves indexes that differ in more than unique alone', () => {
+    const plans = build([
+      { key: { e: 1 }, name: 'e_unique', unique: true },
+      { key: { e: 1 }, name: 'e_sparse', sparse: true },
+      { key: { e: -1 }, name: 'e_desc' },
+    ]);
+    assert.deepEqual(
+      plans.map((plan) => plan.changes.distinguished),
+      [undefined, undefined, undefined],
+    );
+  });
+
+  it('refuses, by name, twins it cannot tell apart', () => {
+    assert.throws(
+      () =>
+        build([
+          { key: { e: 1 }, name: 'e_unique', unique: true },
+          { key: { e: 1 }, name: 'e_plain' },
+          { key: { e: 1 }, name: 'e_all', partialFilterExpression: { _id: { $exists: true } } },
+        ]),
+      (error: Error) => error.name === 'DestinationConflict' && /"e_all" and "e_plain"|"e_plain" and "e_all"/.test(error.message),
+    );
   });
 });

@@ -150,7 +150,7 @@ describe('putting final forms into temporary form', () => {
         const { v: _tv, ...reached } = temporary;
         assert.deepEqual(reached, target);
         assert.deepEqual(indexToTemporary(ns, temporary, target), [], 'nothing left to do once there');
-        const restored = indexSteps(ns, original, temporary).reduce((index, step) => applyIndexChange(index, step.change), temporary);
+        const restored = indexSteps(ns, original, temporary).reduce((index, step) => applyIndexChange(index, step.change!), temporary);
         assert.deepEqual({ ...restored, prepareUnique: undefined }, { ...original, prepareUnique: undefined });
       }),
     );

@@ -32,6 +32,22 @@ function checkInteger(spec: Extract<OptionSpec, { type: 'integer' }>, value: unk
   return number;
 }
 
+/** One JSON object, given as a JSON string (a flag) or as a YAML mapping. */
+function jsonObject(value: unknown, where: string): Record<string, unknown> {
+  let parsed = value;
+  if (typeof value === 'string') {
+    try {
+      parsed = JSON.parse(value);
+    } catch (error) {
+      throw new InvalidConfiguration(`${where} is not valid JSON: ${(error as Error).message}`);
+    }
+  }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
+    throw new InvalidConfiguration(`${where} must be a JSON object, got ${JSON.stringify(value)}`);
+  }
+  return parsed as Record<string, unknown>;
+}
+
 /** One value checked against its option's type and range. */
 function checkValue(name: OptionName, value: unknown, where: string): unknown {
   const spec: OptionSpec = OPTIONS[name];
@@ -48,6 +64,10 @@ function checkValue(name: OptionName, value: unknown, where: string): unknown {
         throw new InvalidConfiguration(`${where} must be one of ${spec.choices.join(', ')}, got ${JSON.stringify(value)}`);
       }
       return given;
+    }
+    case 'jsonList': {
+      const items = Array.isArray(value) ? value : [value];
+      return items.map((item, index) => jsonObject(item, items.length > 1 ? `${where}[${index}]` : where));
     }
     case 'text':
     case 'cluster':

@@ -49,6 +49,8 @@ export interface PartitionTask extends Pick<
   /** The collection's average document size, to size read batches. */
   averageDocumentBytes: number;
   settings: CopySettings;
+  /** The shared counter slot this partition's bytes also go to (per-namespace progress). */
+  slot?: number;
 }
 
 export interface PartitionOutcome {
@@ -280,7 +282,7 @@ class PartitionRun {
       () => {
         batcher.release(batch);
         histograms.record('copyWriteLatencyMs', performance.now() - started);
-        counters.add(bytes, batch.count);
+        counters.add(bytes, batch.count, this.#task.slot);
         if (this.#watermark.complete(sequence, mark) !== undefined) void this.#checkpoint(false);
       },
       (error: unknown) => {

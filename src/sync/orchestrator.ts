@@ -37,6 +37,7 @@ import { mergeStatuses, sumCounters } from '../phase/status.js';
 import { runPreflight } from '../plan/preflight.js';
 import { findRecordedSync } from '../recovery/find-sync.js';
 import { beginSync, refuseUnsupported } from './begin.js';
+import { ClusterPings } from './cluster-pings.js';
 import { changeApplicationHandoff, syncContext, type ActiveSync, type Run } from './run.js';
 
 export interface SyncOrchestratorOptions {
@@ -63,6 +64,8 @@ export class SyncOrchestrator implements SyncControl {
   /** Why a sync recovered PAUSED had stopped (from its metadata), until it runs again. */
   #recoveredFailure: string | undefined;
   #closed = false;
+  /** Pings of the sync's two clusters, from its start or recovery on. */
+  #pings: ClusterPings | undefined;
 
   constructor(options: SyncOrchestratorOptions) {
     this.#options = options;
@@ -83,6 +86,23 @@ export class SyncOrchestrator implements SyncControl {
     this.#report = report;
   }
 
+  /**
+   * New live settings (SIGHUP): the running phases apply them at their next partition or batch;
+   * runs begun later (resume, restart of a phase) start with them.
+   */
+  retune(settings: SyncSettings): void {
+    this.#options.settings = settings;
+    const sync = this.#sync;
+    for (const phase of [...(sync?.run?.sequence ?? []), sync?.application, sync?.commit]) phase?.onSettings?.(settings);
+  }
+
+  /** Starts measuring the sync's clusters' latency (once per sync). */
+  #watch(sync: ActiveSync): void {
+    this.#pings?.stop();
+    this.#pings = new ClusterPings({ source: sync.source, destination: sync.destination }, this.#options.settings.pingIntervalMs);
+    this.#pings.start();
+  }
+
   #cluster(name: ClusterName): Cluster {
     let cluster = this.#clusters.get(name);
     if (cluster === undefined) this.#clusters.set(name, (cluster = openCluster(this.#options.clusters[name])));
@@ -100,6 +120,7 @@ export class SyncOrchestrator implements SyncControl {
     if (found === undefined) return undefined;
     const { doc } = found;
     const sync = (this.#sync = this.#target(doc.request));
+    this.#watch(sync);
     await this.#prepare(sync, doc);
     this.#logger.info(
       { state: doc.state, phase: doc.phase, destination: found.cluster },
@@ -125,6 +146,7 @@ export class SyncOrchestrator implements SyncControl {
     const sync = this.#target(request);
     const doc = await beginSync(sync, this.#options.id, this.#options.ferryVersion ?? 'unknown');
     this.#sync = sync;
+    this.#watch(sync);
     this.#logger.info({ startAtOperationTime: doc.startAtOperationTime.toString() }, 'Sync started: start time recorded');
     this.#launch(sync, await this.#prepare(sync, doc));
   }
@@ -255,14 +277,19 @@ export class SyncOrchestrator implements SyncControl {
   }
 
   snapshot(): SyncSnapshot {
-    if (this.#sync === undefined) return { info: null, eventsApplied: 0, readyToCommit: false, warnings: [] };
+    const tuning = this.#options.settings.tuning;
+    if (this.#sync === undefined) return { info: null, eventsApplied: 0, readyToCommit: false, warnings: [], tuning };
     const recovered: PhaseStatus = { warnings: this.#recoveredFailure === undefined ? [] : [this.#recoveredFailure] };
-    return mergeStatuses([recovered, ...this.#statuses()]);
+    const snapshot = mergeStatuses([recovered, ...this.#statuses()]);
+    snapshot.tuning = tuning;
+    if (this.#pings !== undefined) snapshot.pingLatencyMs = this.#pings.latest;
+    return snapshot;
   }
 
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    this.#pings?.stop();
     const sync = this.#sync;
     if (sync !== undefined) {
       const stopping = sync.commit?.stop();

@@ -10,7 +10,8 @@ import type { RawOptions } from '../config/resolve.js';
 
 const PACKAGE_JSON = new URL('../../../package.json', import.meta.url);
 
-function version(): string {
+/** Ferry's version, from package.json. */
+export function version(): string {
   try {
     return (JSON.parse(readFileSync(PACKAGE_JSON, 'utf8')) as { version: string }).version;
   } catch {

@@ -8,7 +8,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 import { MongoClient } from 'mongodb';
@@ -48,8 +48,8 @@ interface Daemon {
 }
 
 /** Starts ferry with logs in a fresh directory; resolves once the API listens. */
-async function startDaemon(args: string[]): Promise<Daemon> {
-  const dir = mkdtempSync(join(tmpdir(), 'ferry-cli-'));
+async function startDaemon(args: string[], logDir?: string): Promise<Daemon> {
+  const dir = logDir ?? mkdtempSync(join(tmpdir(), 'ferry-cli-'));
   const logFile = join(dir, 'ferry.log');
   const child = spawn(process.execPath, [MAIN, '--port', '0', '--logPath', dir, ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
@@ -57,9 +57,14 @@ async function startDaemon(args: string[]): Promise<Daemon> {
   const exit = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   let exited = false;
   void exit.then(() => (exited = true));
+  // Each file Ferry opens begins with a line carrying its pid: until this one's is there, the file is an earlier run's.
+  const own = () => {
+    const lines = readLog(logFile);
+    return lines[0]?.pid === child.pid ? lines : [];
+  };
   const waitFor = async (match: (line: LogLine) => boolean) => {
     for (;;) {
-      const found = readLog(logFile).find(match);
+      const found = own().find(match);
       if (found !== undefined) return found;
       if (exited) throw new Error(`ferry exited before logging what was expected: ${stderr}`);
       await pause();
@@ -67,7 +72,7 @@ async function startDaemon(args: string[]): Promise<Daemon> {
   };
   const listening = await waitFor((line) => line.message.startsWith('Control API listening'));
   await waitFor((line) => line.message === 'State INITIALIZING → IDLE');
-  return { child, logFile, base: `http://127.0.0.1:${listening.port}`, exit, log: () => readLog(logFile), waitFor };
+  return { child, logFile, base: `http://127.0.0.1:${listening.port}`, exit, log: own, waitFor };
 }
 
 async function stopDaemon(daemon: Daemon, signal: NodeJS.Signals = 'SIGTERM'): Promise<number | null> {
@@ -214,16 +219,49 @@ describe('the running daemon', () => {
     }
   });
 
-  it('reopens its log file on SIGUSR1 after rotation', async () => {
+  it('rotates its log file on SIGUSR1: renamed to ferry-<time>.log, a new ferry.log naming it', async () => {
+    const daemon = await startDaemon(['--cluster0', URI0, '--cluster1', URI1]);
+    try {
+      daemon.child.kill('SIGUSR1');
+      const rotated = await daemon.waitFor((line) => line.message === 'Log file rotated');
+      assert.match(String(rotated.previousFile), /ferry-\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d\.\d{3}\.log$/);
+      assert.ok(readLog(String(rotated.previousFile)).some((line) => line.message.startsWith('Control API listening')));
+      assert.equal(daemon.log()[0]!.message, 'Log file rotated', 'the new file starts with the rotation');
+    } finally {
+      assert.equal(await stopDaemon(daemon), 0);
+    }
+  });
+
+  it('after an external rotation (file moved away, then SIGUSR1) it opens a new ferry.log', async () => {
     const daemon = await startDaemon(['--cluster0', URI0, '--cluster1', URI1]);
     try {
       renameSync(daemon.logFile, `${daemon.logFile}.1`);
       daemon.child.kill('SIGUSR1');
-      const reopened = await daemon.waitFor((line) => line.message === 'Log file reopened');
-      assert.equal(reopened.file, daemon.logFile);
+      const rotated = await daemon.waitFor((line) => line.message === 'Log file rotated');
+      assert.equal(rotated.previousFile, undefined);
       assert.ok(readLog(`${daemon.logFile}.1`).some((line) => line.message.startsWith('Control API listening')));
     } finally {
       assert.equal(await stopDaemon(daemon), 0);
+    }
+  });
+
+  it("a second run in the same --logPath renames the first run's ferry.log aside and says so in its first line", async () => {
+    const first = await startDaemon(['--cluster0', URI0, '--cluster1', URI1]);
+    assert.equal(await stopDaemon(first), 0);
+    const firstServer = first.log()[0]!.serverID;
+    const second = await startDaemon(['--cluster0', URI0, '--cluster1', URI1], dirname(first.logFile));
+    try {
+      const [opening] = second.log();
+      assert.equal(opening!.message, 'Log file started');
+      assert.notEqual(opening!.serverID, firstServer, 'each run has its own serverID');
+      const previous = readLog(String(opening!.previousFile));
+      assert.equal(previous.at(-1)!.message, 'Stopped');
+      assert.ok(
+        previous.every((line) => line.serverID === firstServer),
+        'nothing of the second run in the first file',
+      );
+    } finally {
+      assert.equal(await stopDaemon(second), 0);
     }
   });
 

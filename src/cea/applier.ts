@@ -38,7 +38,7 @@ import { idKey, laneOf } from './document-key.js';
 import { DdlApplier, isDdlOperation } from './ddl.js';
 import { isCrudOperation } from './crud-event.js';
 import { LagTracker } from './lag.js';
-import { OplogWatch, oplogWarning } from './oplog-window.js';
+import { OplogWatch } from './oplog-window.js';
 import { Lanes, type LaneBatch } from './lanes.js';
 import { sweepTombstones } from './tombstones.js';
 import { namespaceOf } from '../domain/namespaces.js';
@@ -189,7 +189,7 @@ export class ChangeEventApplier implements ChangeApplication {
     const running = this.#running !== undefined && !this.#stopping && this.#failure === undefined;
     const seconds = this.#oplog.secondsRemaining;
     if (running) status.figures.oplogTimeRemaining = seconds === undefined ? {} : { seconds };
-    const oplogShort = running ? oplogWarning(seconds) : undefined;
+    const oplogShort = running ? this.#oplog.warning : undefined;
     if (this.#problem !== undefined) {
       status.info = 'change event application stopped: the source change stream history was lost';
       status.warnings = [this.#problem];

@@ -17,21 +17,25 @@ import type { Logger } from '../log/logger.js';
 /** Below this much oplog left, `warnings` says so. */
 export const OPLOG_WARNING_SECONDS = 3600;
 
+/** Whether the oplog holds (nearly) all it may: from then on, every new entry pushes the oldest out. */
+export function oplogFull(window: OplogWindow): boolean {
+  return window.maxSize <= 0 || window.size >= 0.95 * window.maxSize;
+}
+
 /**
  * Seconds until the entry at `needed` rolls off: the window from the oldest entry to `needed`,
- * plus, while the oplog is under 95% of its maximum, the time to fill the rest at its average
- * growth. 0 when `needed` is already older than the oldest entry.
+ * plus, while the oplog is under 95% of its maximum, the time to fill the rest at `bytesPerSecond`
+ * (by default its average growth over its span). 0 when `needed` is already older than the oldest entry.
  */
-export function oplogSecondsRemaining(window: OplogWindow, needed: Timestamp): number {
+export function oplogSecondsRemaining(window: OplogWindow, needed: Timestamp, bytesPerSecond?: number): number {
   const oldest = window.first.getHighBits();
-  const window_ = Math.max(0, needed.getHighBits() - oldest);
   if (needed.getHighBits() < oldest) return 0;
-  const full = window.maxSize <= 0 || window.size >= 0.95 * window.maxSize;
-  if (full) return window_;
+  const held = needed.getHighBits() - oldest;
+  if (oplogFull(window)) return held;
   const span = window.last.getHighBits() - oldest;
-  if (span <= 0 || window.size <= 0) return Number.POSITIVE_INFINITY;
-  const bytesPerSecond = window.size / span;
-  return window_ + (window.maxSize - window.size) / bytesPerSecond;
+  const rate = bytesPerSecond ?? (span > 0 ? window.size / span : 0);
+  if (rate <= 0) return Number.POSITIVE_INFINITY;
+  return held + (window.maxSize - window.size) / rate;
 }
 
 /** The warning for an oplog running short, or undefined. */
@@ -55,6 +59,10 @@ export class OplogWatch {
   #seconds: number | undefined;
   #checking = false;
   #warnedUnavailable = false;
+  /** The last read, for the growth rate between two reads. */
+  #previous: { at: number; size: number } | undefined;
+  /** Whether the estimate rests on something measured (a full oplog, or growth between two reads). */
+  #measured = false;
 
   constructor(source: MongoClient, intervalMs: number, needed: () => Timestamp, logger: Logger) {
     this.#source = source;
@@ -66,6 +74,15 @@ export class OplogWatch {
   /** Seconds of oplog left at the last check; undefined before the first (or when it cannot be read). */
   get secondsRemaining(): number | undefined {
     return this.#seconds;
+  }
+
+  /**
+   * The warning to show, if any: only once the estimate rests on a measurement (a full oplog, or
+   * its growth between two reads), not on its average growth since it began, which a bulk load
+   * just before the sync makes look alarming.
+   */
+  get warning(): string | undefined {
+    return this.#measured ? oplogWarning(this.#seconds) : undefined;
   }
 
   start(): void {
@@ -94,10 +111,20 @@ export class OplogWatch {
         }
         return;
       }
-      const seconds = oplogSecondsRemaining(window, this.#needed());
-      const warning = oplogWarning(seconds) !== undefined && oplogWarning(this.#seconds) === undefined;
-      this.#seconds = seconds;
-      if (warning) this.#logger.warn({ estimatedOplogTimeRemaining: describeOplogTime(seconds) }, oplogWarning(seconds)!);
+      const now = Date.now();
+      const previous = this.#previous;
+      this.#previous = { at: now, size: window.size };
+      const full = oplogFull(window);
+      const growth =
+        !full && previous !== undefined && now > previous.at
+          ? Math.max(0, (window.size - previous.size) / ((now - previous.at) / 1000))
+          : undefined;
+      const warned = this.warning !== undefined;
+      this.#seconds = oplogSecondsRemaining(window, this.#needed(), growth);
+      this.#measured = full || growth !== undefined;
+      if (!warned && this.warning !== undefined) {
+        this.#logger.warn({ estimatedOplogTimeRemaining: describeOplogTime(this.#seconds) }, this.warning);
+      }
     } catch (error) {
       this.#logger.debug({ err: error }, "Could not read the source's oplog window");
     } finally {

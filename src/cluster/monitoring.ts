@@ -60,3 +60,9 @@ export async function freeDiskBytes(client: MongoClient, db = 'admin'): Promise<
   if (!Number.isFinite(total) || !Number.isFinite(used) || total <= 0) return undefined;
   return Math.max(0, total - used);
 }
+
+/** What a collection takes: its documents' uncompressed size and its indexes (`collStats` `size`, `totalIndexSize`). */
+export async function collectionFootprint(client: MongoClient, db: string, coll: string): Promise<number> {
+  const stats = await client.db(db).command({ collStats: coll });
+  return Number(stats.size ?? 0) + Number(stats.totalIndexSize ?? 0);
+}

@@ -11,6 +11,7 @@ import { isNamespaceNotFound } from '../cluster/errors.js';
 import { PLANNING_PARALLELISM } from '../config/settings.js';
 import { indexBuildTime } from '../domain/catalog.js';
 import { namespaceOf } from '../domain/namespaces.js';
+import { copiedInNaturalOrder } from '../domain/start-request.js';
 import { NamespaceRecords, type NamespaceRecord } from '../meta/namespaces.js';
 import { PartitionTable } from '../meta/partitions.js';
 import { ResumeStore } from '../meta/resume.js';
@@ -60,7 +61,15 @@ export class Planning implements Phase {
     const { source, destination, request, settings, logger, resume } = this.#context;
     const buildTime = indexBuildTime(request.buildIndexes);
     if (!resume.catalogRecorded) {
-      const catalog = await readSourceCatalog(source.client, selectorFor(request), logger);
+      const read = await readSourceCatalog(source.client, selectorFor(request), logger);
+      // mongosync migrates no view into a destination that has data of its own.
+      const catalog = request.preExistingDestinationData === true ? read.filter((ns) => ns.type !== 'view') : read;
+      if (catalog.length < read.length) {
+        logger.warn(
+          { views: read.length - catalog.length },
+          'Views are not synced with preExistingDestinationData: create them on the destination after the cut-over',
+        );
+      }
       // A crash may have left part of an earlier snapshot: start it over.
       await this.#partitions.deleteAll();
       await this.#namespaces.replaceAll(catalog.map((ns) => namespaceRecord(ns, buildTime, request)));
@@ -98,7 +107,13 @@ export class Planning implements Phase {
     if (this.#stopping) return;
     const { source, logger } = this.#context;
     const collection = source.client.db(record.db).collection(record.coll);
-    const plan = await planCollectionCopy(collection, record.sourceOptions, partitionBytes).catch((error: unknown) => {
+    const { request, settings } = this.#context;
+    const natural = {
+      asked: copiedInNaturalOrder(request, record.db, record.coll),
+      detectRandomId: request.detectRandomId !== false,
+      randomIdMinBytes: settings.randomIdMinBytes,
+    };
+    const plan = await planCollectionCopy(collection, record.sourceOptions, partitionBytes, natural).catch((error: unknown) => {
       if (!isNamespaceNotFound(error)) throw error;
       // Dropped or renamed since the catalog was read (after T0): nothing to copy; change-event application replays it.
       logger.info(
@@ -109,6 +124,14 @@ export class Planning implements Phase {
     });
     await this.#partitions.writePlan(record, plan.partitions);
     await this.#namespaces.markDone(record, 'partitioned', { sourceCount: plan.stats.count, sourceBytes: plan.stats.size });
+    const order = plan.partitions[0]?.order;
+    if (order === 'natural' && record.sourceOptions.capped !== true) {
+      logger.info(
+        { ns: namespaceOf(record), bytes: plan.stats.size, asked: natural.asked },
+        `${namespaceOf(record)} will be copied in natural order ` +
+          `(${natural.asked ? 'copyInNaturalOrder' : 'detectRandomId: its _ids are random'})`,
+      );
+    }
     logger.debug({ ns: namespaceOf(record), partitions: plan.partitions.length, bytes: plan.stats.size }, 'Collection planned');
   }
 }

@@ -145,6 +145,12 @@ export class SyncOrchestrator implements SyncControl {
     refuseUnsupported(request);
     const sync = this.#target(request);
     const doc = await beginSync(sync, this.#options.id, this.#options.ferryVersion ?? 'unknown');
+    if (request.preExistingDestinationData === true) {
+      this.#logger.warn(
+        'ATTENTION! Data migration to a non-empty cluster is allowed with preExistingDestinationData set to true in the request to ' +
+          'start migration: the destination is not write-blocked, views are not synced, and the sync cannot be reversed',
+      );
+    }
     this.#sync = sync;
     this.#watch(sync);
     this.#logger.info({ startAtOperationTime: doc.startAtOperationTime.toString() }, 'Sync started: start time recorded');

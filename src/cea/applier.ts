@@ -34,7 +34,7 @@ import { PartitionTable } from '../meta/partitions.js';
 import { ApplyPool } from './apply-pool.js';
 import { ChangeStreamReader } from './change-stream-reader.js';
 import { ChangeStreamCheckpoints, type StreamPosition } from './checkpoint.js';
-import { idKey, laneOf } from './document-key.js';
+import { documentKeyOf, hotDocumentKeys, idKey, laneOf } from './document-key.js';
 import { DdlApplier, isDdlOperation } from './ddl.js';
 import { isCrudOperation } from './crud-event.js';
 import { LagTracker } from './lag.js';
@@ -99,9 +99,13 @@ export class ChangeEventApplier implements ChangeApplication {
   #failure: Error | undefined;
   #target: { time: Timestamp; reached: boolean } | undefined;
   #warnedTypes = new Set<string>();
+  /** Hot documents (`--hotDocIDs`): their events are skipped, the commit copies them. */
+  readonly #hot: Set<string>;
+  #hotEventsSkipped = 0;
 
   constructor(context: SyncContext) {
     this.#context = context;
+    this.#hot = hotDocumentKeys(context.resume.hotDocuments ?? []);
     this.#settings = context.settings.cea;
     this.#stallMs = context.settings.laneStallSeconds * 1000;
     this.#oplog = new OplogWatch(
@@ -387,7 +391,15 @@ export class ChangeEventApplier implements ChangeApplication {
       if (key === undefined) throw new UnexpectedChangeEvent(`a ${type} event on ${ns.db}.${ns.coll} has no documentKey`);
       const id = findElement(key, ID);
       if (id === undefined) throw new UnexpectedChangeEvent(`a ${type} event on ${ns.db}.${ns.coll} has no documentKey._id`);
-      const lane = laneOf(`${ns.db}.${ns.coll}`, idKey(key, id), lanes.count);
+      const keyText = idKey(key, id);
+      if (this.#hot.size > 0 && this.#hot.has(documentKeyOf(ns.db, ns.coll, keyText))) {
+        // A hot document: the commit copies it from the source (src/domain/hot-documents.ts).
+        if (this.#hotEventsSkipped++ === 0) {
+          this.#context.logger.info({ ns: `${ns.db}.${ns.coll}` }, 'Change events of hot documents are skipped from here on (--hotDocIDs)');
+        }
+        return;
+      }
+      const lane = laneOf(`${ns.db}.${ns.coll}`, keyText, lanes.count);
       this.#seq++;
       await lanes.add(lane, bytes, this.#seq);
       return;

@@ -11,7 +11,8 @@
  * Ferry killed in COMMITTING finishes from where it was:
  * 1. the hand-off: change-event application (the one running, or a new one from its recorded
  *    position) applies every event through the commit point and stops (`appliedAt`);
- * 2. every temporary characteristic is restored (restore.ts, `restoredAt`);
+ * 2. hot documents (`--hotDocIDs`, whose events were skipped) are copied from the source
+ *    (hot-documents.ts), and every temporary characteristic is restored (restore.ts, `restoredAt`);
  * 3. the destination's write blocking is lifted, the record says completed, and the sync's resume
  *    document says COMMITTED.
  * A restore the destination refuses (duplicates that forbid a unique index) is reported by
@@ -31,6 +32,7 @@ import { NamespaceRecords } from '../meta/namespaces.js';
 import { ResumeStore } from '../meta/resume.js';
 import type { CommitContext, CommitPhase, PhaseOutcome, PhaseStatus } from '../phase/contract.js';
 import { CommitRecord } from './commit-record.js';
+import { copyHotDocuments } from './hot-documents.js';
 import { describeFailure, planRestore, runRestore, type RestoreFailure } from './restore.js';
 
 export class Commit implements CommitPhase {
@@ -136,6 +138,8 @@ export class Commit implements CommitPhase {
       await this.#record.mark('appliedAt');
     }
     if (doc.restoredAt === undefined) {
+      // Hot documents' events were skipped: each is copied as the source holds it now, after the commit point.
+      await copyHotDocuments(source.client, destination.client, this.#context.resume.hotDocuments ?? [], logger);
       const steps = await planRestore(source.client, destination.client, await new NamespaceRecords(store).list());
       const failures = await runRestore(destination.client, steps);
       if (failures.length > 0) return failures;

@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { InvalidConfiguration } from '../errors/errors.js';
 import { parseClusterUri } from './clusters.js';
+import { checkHotDocuments } from './hot-documents.js';
 import {
   ENV_OPTIONS,
   FLAG_OPTIONS,
@@ -157,5 +158,6 @@ export function resolveOptions(flags: RawOptions, env: NodeJS.ProcessEnv = proce
   resolved.config = configPath;
   resolved.cluster0 = parseClusterUri('cluster0', resolved.cluster0 as string);
   resolved.cluster1 = parseClusterUri('cluster1', resolved.cluster1 as string);
+  if (resolved.hotDocIDs !== undefined) checkHotDocuments(resolved.hotDocIDs as Record<string, unknown>[], 'hotDocIDs');
   return resolved as FerryOptions;
 }

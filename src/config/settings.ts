@@ -10,6 +10,8 @@
  * `maxPendingBytes` of events queued or in flight, plus the change-stream reply being routed.
  */
 import { MAX_BSON_OBJECT_BYTES } from '../domain/constants.js';
+import type { HotDocuments } from '../domain/hot-documents.js';
+import { checkHotDocuments } from './hot-documents.js';
 import type { FerryOptions } from './options.js';
 
 export type WritePath = 'raw' | 'decode';
@@ -76,6 +78,8 @@ export interface SyncSettings {
   oplogCheckIntervalMs: number;
   /** With `detectRandomId`, the least collection size checked for random `_id`s (`FERRY_RANDOM_ID_MIN_BYTES`). */
   randomIdMinBytes: number;
+  /** `--hotDocIDs`: documents whose events are not applied; the commit copies them (src/domain/hot-documents.ts). */
+  hotDocuments: HotDocuments[];
 }
 
 /** Collections whose indexes are built at once (one `createIndexes` each). */
@@ -117,5 +121,6 @@ export function syncSettings(options: FerryOptions): SyncSettings {
     pingIntervalMs: options.pingIntervalMs,
     oplogCheckIntervalMs: options.oplogCheckIntervalMs,
     randomIdMinBytes: options.randomIdMinBytes,
+    hotDocuments: checkHotDocuments(options.hotDocIDs ?? []),
   };
 }

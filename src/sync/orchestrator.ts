@@ -161,7 +161,16 @@ export class SyncOrchestrator implements SyncControl {
   async #prepare(sync: ActiveSync, doc: ResumeDocument): Promise<Run> {
     this.#retire(sync);
     sync.phase = doc.phase;
-    const context = syncContext(sync, doc, { settings: this.#options.settings, histograms: this.#histograms, logger: this.#logger });
+    // Hot documents named by this run or an earlier one: events skipped before must still be copied at commit.
+    const hotDocuments = await sync.resume.addHotDocuments(this.#options.settings.hotDocuments);
+    const runDoc = hotDocuments.length > 0 ? { ...doc, hotDocuments } : doc;
+    if (hotDocuments.length > 0) {
+      this.#logger.info(
+        { hotDocuments: hotDocuments.map(({ db, coll, ids }) => ({ ns: `${db}.${coll}`, count: ids.length })) },
+        'Hot documents (--hotDocIDs): their change events are not applied; the commit copies them from the source',
+      );
+    }
+    const context = syncContext(sync, runDoc, { settings: this.#options.settings, histograms: this.#histograms, logger: this.#logger });
     const run: Run = { context, sequence: this.#options.phases.sequence.map((build) => build(context)), active: false };
     sync.run = run;
     sync.application = this.#options.phases.changeApplication(context);

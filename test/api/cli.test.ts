@@ -113,6 +113,28 @@ describe('startup errors: one line, non-zero exit, nothing started', () => {
       /"verbosity" in .*bad\.yaml must be one of TRACE/,
     ],
     ['unusable --logPath', ['--cluster0', URI0, '--cluster1', URI1, '--logPath', MAIN], /--logPath .* cannot be used/],
+    // mongosync's --hotDocIDs form: {"db", "collection", "ids": [{"_id": <canonical extended JSON>}]}.
+    ['--hotDocIDs not JSON', ['--cluster0', URI0, '--cluster1', URI1, '--hotDocIDs', '{db: shop}'], /--hotDocIDs is not valid JSON/],
+    [
+      '--hotDocIDs without ids',
+      ['--cluster0', URI0, '--cluster1', URI1, '--hotDocIDs', '{"db": "shop", "collection": "counters"}'],
+      /hotDocIDs: "ids" must be a non-empty array/,
+    ],
+    [
+      '--hotDocIDs with a bare id',
+      ['--cluster0', URI0, '--cluster1', URI1, '--hotDocIDs', '{"db": "shop", "collection": "counters", "ids": [7]}'],
+      /hotDocIDs: ids\[0\] must be \{"_id": <canonical extended JSON>\}, got 7/,
+    ],
+    [
+      '--hotDocIDs with a bad extended JSON value',
+      ['--cluster0', URI0, '--cluster1', URI1, '--hotDocIDs', '{"db": "s", "collection": "c", "ids": [{"_id": {"$oid": "nope"}}]}'],
+      /hotDocIDs: ids\[0\] is not valid extended JSON/,
+    ],
+    [
+      '--hotDocIDs with an unknown field (mongosync names it "collection")',
+      ['--cluster0', URI0, '--cluster1', URI1, '--hotDocIDs', '{"db": "s", "coll": "c", "ids": [{"_id": 1}]}'],
+      /hotDocIDs: unknown field "coll"/,
+    ],
   ];
   // Read at startup with every other option, never when first used (a bad one used to surface mid-run).
   const environment: [string, Record<string, string>, RegExp][] = [
@@ -172,6 +194,25 @@ describe('startup errors: one line, non-zero exit, nothing started', () => {
 });
 
 describe('the running daemon', () => {
+  it("starts with the flags mongosync's launch scripts pass (no prompt, no telemetry, hot documents)", async () => {
+    const daemon = await startDaemon([
+      '--cluster0',
+      URI0,
+      '--cluster1',
+      URI1,
+      '--acceptDisclaimer',
+      '--disableTelemetry',
+      '--disableMetricsLogging',
+      '--hotDocIDs',
+      '{"db": "shop", "collection": "counters", "ids": [{"_id": {"$numberLong": "1"}}, {"_id": "sequence"}]}',
+      '--verbosity',
+      'info',
+    ]);
+    assert.equal((await progress(daemon.base)).state, 'IDLE');
+    assert.equal(await stopDaemon(daemon), 0);
+    assert.equal(daemon.log().at(-1)!.message, 'Stopped');
+  });
+
   it('serves the API, logs JSON lines with its id and no password, and stops cleanly on SIGTERM', async () => {
     const daemon = await startDaemon(['--cluster0', URI0, '--cluster1', URI1, '--id', 'shard-a', '--verbosity', 'debug']);
     const idle = await progress(daemon.base);

@@ -6,7 +6,7 @@
  * out. (Not a test file.)
  */
 import { Binary, Decimal128, Double, Int32, Long, MaxKey, MinKey, ObjectId, UUID, type Document } from 'bson';
-import { after, before } from 'node:test';
+import { after, before, beforeEach } from 'node:test';
 import { MongoClient, type Db, type InsertManyResult, type OptionalId } from 'mongodb';
 import { compareClusters, temporaryIndexForm, type ClusterDifference } from '../../scripts/lib/compare-clusters.js';
 import { temporaryCollectionOptions } from '../../src/plan/collection-options.js';
@@ -162,12 +162,17 @@ export const EDGE_FILTERS = {
   ],
 };
 
-/** Drops what this run wrote on a cluster: its databases and its instances' metadata. */
-async function cleanUpRun(client: MongoClient, metadataDatabase: string): Promise<void> {
+/** Drops this run's databases from a cluster. */
+async function dropRunDatabases(client: MongoClient): Promise<void> {
   const { databases } = await client.db('admin').command({ listDatabases: 1, nameOnly: true });
   for (const { name } of databases as { name: string }[]) {
     if (name.startsWith(GENERATED_PREFIX) || name.endsWith(`_${RUN}`)) await client.db(name).dropDatabase();
   }
+}
+
+/** Drops what this run wrote on a cluster: its databases and its instances' metadata. */
+async function cleanUpRun(client: MongoClient, metadataDatabase: string): Promise<void> {
+  await dropRunDatabases(client);
   const ours = { instance: { $regex: `-${RUN}$` } };
   const meta = client.db(metadataDatabase);
   const ourIds = { _id: { $regex: `-${RUN}$` } } as object;
@@ -196,6 +201,8 @@ export interface TestClusters {
 /**
  * Registers the file's before/after hooks: a source/destination pair with a client on each, and
  * at the end this run's data and metadata dropped from both. The fields are set once `before` ran.
+ * Before each test the destination loses what earlier tests synced to it: like mongosync, Ferry
+ * starts only into a destination holding no namespace (without `preExistingDestinationData`).
  */
 export function useClusterPair(): TestClusters {
   const clusters = {} as TestClusters;
@@ -209,6 +216,7 @@ export function useClusterPair(): TestClusters {
     clusters.source = await MongoClient.connect(clusters.pair.cluster0);
     clusters.destination = await MongoClient.connect(clusters.pair.cluster1);
   });
+  beforeEach(() => dropRunDatabases(clusters.destination));
   after(async () => {
     const { pair, source, destination } = clusters;
     await Promise.allSettled([cleanUpRun(source, METADATA_DATABASE), cleanUpRun(destination, METADATA_DATABASE)]);

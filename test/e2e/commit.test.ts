@@ -43,6 +43,7 @@ describe('commit', () => {
     ]);
     const destination = clusters.destination.db(db).collection<{ _id: number; n: number }>('counters');
     try {
+      await clusters.emptyDestination();
       assert.equal((await ferry.post('start', { source: 'cluster0', destination: 'cluster1', ...filterFor(db) })).status, 200);
       await ferry.waitForProgress((p) => p.canCommit === true, 60_000);
       for (let i = 1; i <= 20; i++) await counters.updateOne({ _id: 1 }, { $set: { n: i } });
@@ -95,6 +96,7 @@ describe('commit', () => {
       '4096',
     ]);
     try {
+      await clusters.emptyDestination();
       assert.equal((await ferry.post('start', { source: 'cluster0', destination: 'cluster1', ...filterFor(db) })).status, 200);
       const early = await ferry.post('commit', {});
       assert.equal(early.status, 409);
@@ -149,6 +151,7 @@ describe('commit', () => {
         { FERRY_COMMIT_RETRY_INTERVAL_MS: '200' },
       );
       try {
+        await clusters.emptyDestination();
         assert.equal((await ferry.post('start', { source: 'cluster0', destination: 'cluster1', ...filterFor(db) })).status, 200);
         await ferry.waitForProgress((p) => p.canCommit === true, 60_000);
         const people = clusters.destination.db(db).collection('people');

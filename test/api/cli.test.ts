@@ -306,6 +306,44 @@ describe('the running daemon', () => {
     }
   });
 
+  it('SIGHUP applies live options from --config (logged, served); a bad value is refused by name and changes nothing', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ferry-cli-reload-'));
+    const config = join(dir, 'ferry.yaml');
+    const write = (extra: string) => writeFileSync(config, `cluster0: "${URI0}"\ncluster1: "${URI1}"\n${extra}`);
+    write('copyWorkers: 2\n');
+    const daemon = await startDaemon(['--config', config, '--applyLanes', '3']);
+    const served = async (name: string) => {
+      const text = await (await fetch(`${daemon.base}/metrics`)).text();
+      return Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1]);
+    };
+    try {
+      assert.equal(await served('ferry_tuning_copy_workers'), 2);
+      write('copyWorkers: 6\nbatchBytes: 65536\napplyLanes: 12\n');
+      daemon.child.kill('SIGHUP');
+      const reloaded = await daemon.waitFor((line) => line.message.startsWith('Configuration reloaded'));
+      assert.match(reloaded.message, /copyWorkers 2 → 6/);
+      assert.match(reloaded.message, /batchBytes 2097152 → 65536/);
+      assert.doesNotMatch(reloaded.message, /applyLanes/, 'the flag still wins over the file');
+      assert.equal(await served('ferry_tuning_copy_workers'), 6);
+      assert.equal(await served('ferry_tuning_batch_bytes'), 65536);
+      assert.equal(await served('ferry_tuning_apply_lanes'), 3);
+
+      write('copyWorkers: 0\nbatchBytes: 4096\n');
+      daemon.child.kill('SIGHUP');
+      const refused = await daemon.waitFor((line) => line.message.startsWith('Configuration reload refused'));
+      assert.match(refused.message, /nothing changed: "copyWorkers" in .*ferry\.yaml must be an integer from 1 to 256, got 0/);
+      assert.equal(await served('ferry_tuning_copy_workers'), 6);
+      assert.equal(await served('ferry_tuning_batch_bytes'), 65536, 'all or nothing: the good value beside the bad one is not applied');
+
+      write('copyWorkers: 6\nbatchBytes: 65536\npartitionSizeMB: 32\n');
+      daemon.child.kill('SIGHUP');
+      const restart = await daemon.waitFor((line) => /take effect only when Ferry restarts/.test(line.message));
+      assert.deepEqual(restart.options, ['partitionSizeMB']);
+    } finally {
+      assert.equal(await stopDaemon(daemon), 0);
+    }
+  });
+
   it('takes options from --config, with flags winning', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'ferry-cli-config-'));
     const config = join(dir, 'ferry.yaml');

@@ -165,6 +165,23 @@ describe('startup errors: one line, non-zero exit, nothing started', () => {
     });
   }
 
+  it("-v and --version print the version and exit 0, as mongosync's do", () => {
+    const { version } = JSON.parse(readFileSync(fileURLToPath(new URL('../../../package.json', import.meta.url)), 'utf8')) as {
+      version: string;
+    };
+    for (const flag of ['-v', '--version']) {
+      const { code, stdout } = runToExit([flag]);
+      assert.equal(code, 0, flag);
+      assert.equal(stdout.trim(), version, flag);
+    }
+  });
+
+  it('--verbosity takes any case and the --name=value form; an unknown level → exit 2 naming the levels', () => {
+    const { code, stderr } = runToExit(['--cluster0', URI0, '--cluster1', URI1, '--verbosity=loud']);
+    assert.equal(code, 2);
+    assert.match(stderr, /--verbosity must be one of TRACE, DEBUG, INFO, WARN, ERROR, FATAL, PANIC, got "loud"/);
+  });
+
   it('--help prints usage and exits 0', () => {
     const { code, stdout } = runToExit(['--help']);
     assert.equal(code, 0);
@@ -205,8 +222,7 @@ describe('the running daemon', () => {
       '--disableMetricsLogging',
       '--hotDocIDs',
       '{"db": "shop", "collection": "counters", "ids": [{"_id": {"$numberLong": "1"}}, {"_id": "sequence"}]}',
-      '--verbosity',
-      'info',
+      '--verbosity=Info',
     ]);
     assert.equal((await progress(daemon.base)).state, 'IDLE');
     assert.equal(await stopDaemon(daemon), 0);

@@ -102,9 +102,11 @@ describe('preflight against real clusters', () => {
     await runPreflight(REQUEST, { clusters });
   });
 
-  it("documents in Ferry's metadata database never count", async () => {
+  it("documents in Ferry's metadata database and in Atlas's __mdb_internal ones never count", async () => {
     await destination.db(METADATA_DATABASE).collection<{ _id: string }>('resume').insertOne({ _id: 'state' });
+    await destination.db('__mdb_internal_search').collection<{ _id: number }>('state').insertOne({ _id: 1 });
     await runPreflight(REQUEST, { clusters });
+    await destination.db('__mdb_internal_search').dropDatabase();
   });
 
   it('the check runs on the destination, whichever cluster that is', async () => {

@@ -22,6 +22,52 @@ async function differences(db: string) {
 }
 
 describe('commit', () => {
+  it("preExistingDestinationData (mongosync's): the destination's own data stays, views are not synced, no write blocking", async () => {
+    const db = `commit_pre_${RUN}`;
+    const kept = `commit_kept_${RUN}`;
+    await clusters.source
+      .db(db)
+      .collection<{ _id: number }>('orders')
+      .insertMany(Array.from({ length: 50 }, (_, i) => ({ _id: i })));
+    await clusters.source.db(db).createCollection('recent', { viewOn: 'orders', pipeline: [{ $match: { _id: { $gte: 40 } } }] });
+    const ferry = await startFerry([
+      '--cluster0',
+      clusters.pair.cluster0,
+      '--cluster1',
+      clusters.pair.cluster1,
+      '--id',
+      `commit-pre-${RUN}`,
+    ]);
+    try {
+      await clusters.emptyDestination();
+      await clusters.destination.db(kept).collection<{ _id: number }>('existing').insertOne({ _id: 1 });
+      const refused = await ferry.post('start', { source: 'cluster0', destination: 'cluster1', ...filterFor(db) });
+      assert.equal(refused.body.error, 'DestinationNotEmpty', 'without preExistingDestinationData the destination must be empty');
+      const started = await ferry.post('start', {
+        source: 'cluster0',
+        destination: 'cluster1',
+        preExistingDestinationData: true,
+        ...filterFor(db),
+      });
+      assert.equal(started.status, 200, JSON.stringify(started.body));
+      await ferry.waitForProgress((p) => p.canCommit === true, 60_000);
+      await clusters.source.db(db).collection<{ _id: number }>('orders').insertOne({ _id: 50 });
+      await ferry.waitForProgress((p) => p.lagTimeSeconds === 0 && p.totalEventsApplied >= 1, 60_000);
+      assert.equal((await ferry.post('commit', {})).status, 200);
+      await ferry.waitForProgress((p) => p.state === 'COMMITTED', 60_000);
+      const log = ferry.log();
+      assert.ok(log.some((line) => String(line.message).startsWith('ATTENTION! Data migration to a non-empty cluster')));
+      assert.ok(log.some((line) => String(line.message).startsWith('Views are not synced with preExistingDestinationData')));
+      assert.ok(!log.some((line) => /user writes on the (source|destination)/i.test(String(line.message))), 'no write blocking');
+    } finally {
+      assert.equal(await ferry.stop(), 0);
+    }
+    assert.deepEqual(await clusters.destination.db(kept).collection('existing').find({}).toArray(), [{ _id: 1 }]);
+    assert.equal(await clusters.destination.db(db).collection('orders').countDocuments(), 51);
+    const views = await clusters.destination.db(db).listCollections({ type: 'view' }).toArray();
+    assert.deepEqual(views, [], 'the view is left for the operator to create after the cut-over');
+  });
+
   it("--hotDocIDs (mongosync's): their events are not applied during the sync; the commit copies them from the source", async () => {
     const db = `commit_hot_${RUN}`;
     const counters = clusters.source.db(db).collection<{ _id: number; n: number }>('counters');

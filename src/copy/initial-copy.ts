@@ -184,6 +184,7 @@ export class InitialCopy implements Phase {
     const averageDocumentBytes = new Map(
       records.map((record) => [namespaceOf(record), record.sourceCount > 0 ? record.sourceBytes / record.sourceCount : 0]),
     );
+    const cappedNamespaces = new Set(records.filter((record) => record.sourceOptions.capped === true).map(namespaceOf));
     const pool = new CopyPool({
       sourceUri: source.endpoint.uri,
       destinationUri: destination.endpoint.uri,
@@ -201,6 +202,7 @@ export class InitialCopy implements Phase {
       partitions: this.#partitions,
       settings: settings.copy,
       averageDocumentBytes,
+      cappedNamespaces,
       histograms,
       logger,
       onPartitionStart: (row, slot) => this.#byNamespace.get(row.key.ns)?.running.add(slot),

@@ -27,6 +27,8 @@ export interface SchedulerOptions {
   settings: CopySettings;
   /** Average document size of each namespace (`db.coll`), to size read batches. */
   averageDocumentBytes: ReadonlyMap<string, number>;
+  /** Capped collections (`db.coll`): their natural-order partition writes one batch at a time. */
+  cappedNamespaces?: ReadonlySet<string>;
   /** Where the values workers record for the histograms go. */
   histograms: HistogramSet;
   logger: Logger;
@@ -143,6 +145,8 @@ export class CopyScheduler {
       settings: this.#settings,
       slot,
     };
+    const capped = this.#options.cappedNamespaces;
+    if (row.order === 'natural' && capped !== undefined) task.capped = capped.has(row.key.ns);
     if (row.lastId !== undefined) task.lastId = row.lastId;
     logger.debug({ ns: row.key.ns, partition: row.key.index, resumedAfter: row.lastId }, 'Copying partition');
     const { outcome, samples } = await pool.run(task);

@@ -61,6 +61,7 @@ function harness(partitionsAtOnce: number, work: (task: PartitionTask, stop: Sto
     partitions,
     settings,
     averageDocumentBytes: new Map(),
+    cappedNamespaces: new Set(['db.capped']),
     histograms: new HistogramSet(),
     logger,
   });
@@ -168,5 +169,21 @@ describe('copyThreads', () => {
     }
     assert.equal(await run, 'done');
     assert.equal(seenSettings.length, 8);
+  });
+
+  it('tells a natural-order partition whether its collection is capped (capped: one batch at a time, in order)', async () => {
+    const seen: [string, boolean | undefined][] = [];
+    const { scheduler } = harness(1, async (task) => {
+      seen.push([task.coll, task.capped]);
+      return done(1);
+    });
+    const at = (index: number, coll: string, order: 'id' | 'natural') =>
+      row(index, { key: { instance: 'i', ns: `db.${coll}`, index }, coll, order });
+    assert.equal(await scheduler.run([at(0, 'capped', 'natural'), at(1, 'uuids', 'natural'), at(2, 'c', 'id')]), 'done');
+    assert.deepEqual(seen, [
+      ['capped', true],
+      ['uuids', false],
+      ['c', undefined],
+    ]);
   });
 });

@@ -4,6 +4,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { MongoClient, ObjectId, UUID } from 'mongodb';
+import { copiedInNaturalOrder, type StartRequest } from '../../src/domain/start-request.js';
 import { planCollectionCopy, type NaturalOrderChoice } from '../../src/plan/copy-plan.js';
 import { idOrderCorrelation, RANDOM_ID_MAX_CORRELATION } from '../../src/plan/random-ids.js';
 import { startClusterPair, type ClusterPair } from '../helpers/clusters.js';
@@ -94,5 +95,19 @@ describe('the copy plan of a collection against a cluster', () => {
       partitions.map((p) => p.order),
       ['natural'],
     );
+  });
+});
+
+describe('copyInNaturalOrder names collections', () => {
+  const asked = (copyInNaturalOrder: StartRequest['copyInNaturalOrder']) => ({ copyInNaturalOrder }) as StartRequest;
+
+  it('"." is every database; a database alone is all its collections; with collections, only those', () => {
+    assert.equal(copiedInNaturalOrder(asked([{ database: '.' }]), 'any', 'thing'), true);
+    assert.equal(copiedInNaturalOrder(asked([{ database: 'shop' }]), 'shop', 'orders'), true);
+    assert.equal(copiedInNaturalOrder(asked([{ database: 'shop' }]), 'other', 'orders'), false);
+    const some = asked([{ database: 'shop', collections: ['events'] }]);
+    assert.equal(copiedInNaturalOrder(some, 'shop', 'events'), true);
+    assert.equal(copiedInNaturalOrder(some, 'shop', 'orders'), false);
+    assert.equal(copiedInNaturalOrder(asked(undefined), 'shop', 'events'), false);
   });
 });

@@ -11,14 +11,15 @@ import { dispatch } from './commands/dispatch.js';
 import type { ConnectionInfo } from './commands/registry.js';
 import { MAX_MESSAGE_SIZE_BYTES } from './commands/handshake.js';
 import { encodeDocument } from './raw.js';
-import { MsgFlag, decodeBody, encodeLegacyReply, encodeMsgReply, parseMessage } from './wire.js';
+import { MsgFlag, decodeBody, encodeLegacyReply, encodeMsgReply, opensHelloStream, parseMessage, streamHelloReplies } from './wire.js';
 import { installValidation } from './validation.js';
 import { startTtlMonitor } from './ttl.js';
 import { installAccessControl, type AccessOptions } from './auth/access.js';
 import { installFailPoints } from './failpoints/commands.js';
+import { installClusterRole, type ClusterRoleOptions } from './sharding/role.js';
 import './commands/index.js';
 
-export interface ServerOptions extends InstanceOptions, AccessOptions {
+export interface ServerOptions extends InstanceOptions, AccessOptions, ClusterRoleOptions {
   /** TCP port (default 0: any free port). */
   port?: number;
   /** Interface to listen on (default 127.0.0.1). */
@@ -43,6 +44,7 @@ export class ClusterServer {
     installAccessControl(this.instance, options);
     startTtlMonitor(this.instance);
     installFailPoints(this.instance);
+    installClusterRole(this.instance, options);
     this.server = net.createServer((socket) => this.accept(socket));
   }
 
@@ -160,6 +162,20 @@ export class ClusterServer {
     }
     const reply = await dispatch(this.instance, connection, request.bodyRaw, request.sequences);
     if (request.flags & MsgFlag.moreToCome) return; // fire-and-forget (w: 0): no reply
+    if (opensHelloStream(request)) {
+      let responseTo = requestId;
+      await streamHelloReplies(
+        reply,
+        () => dispatch(this.instance, connection, request.bodyRaw, request.sequences),
+        (next, flags) => {
+          const id = this.nextRequestId++;
+          this.write(socket, encodeMsgReply(encodeDocument(next), id, responseTo, flags));
+          responseTo = id;
+        },
+        () => !socket.destroyed,
+      );
+      return;
+    }
     this.write(socket, encodeMsgReply(encodeDocument(reply), this.nextRequestId++, requestId));
   }
 }

@@ -79,6 +79,14 @@ export function ferryLintConfig(root) {
       },
     },
     {
+      // The status page runs in the browser, as plain scripts (no modules, no build step).
+      files: ['status-page/**/*.js'],
+      languageOptions: {
+        sourceType: 'script',
+        globals: Object.fromEntries(['window', 'document', 'location', 'fetch', 'setInterval', 'uPlot'].map((name) => [name, 'readonly'])),
+      },
+    },
+    {
       // Only src/cluster/ builds clients, runs commands with driver options or reaches into the driver:
       // elsewhere the driver is used through its types (and the cluster layer's functions).
       files: ['src/**/*.ts', 'workers/**/*.ts'],

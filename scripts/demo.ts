@@ -242,6 +242,7 @@ export async function runDemo(options: DemoOptions, context: DemoContext): Promi
     () => ferry.child.kill('SIGKILL'),
   );
   print(`Ferry started (pid ${ferry.child.pid}), control API at ${ferry.base}/api/v1, log in ${ferry.logFile}`);
+  print(`Status page: ${ferry.base}/ (open it in a browser: copy, lag, warnings and the next step, live)`);
 
   const workload = await startWorkload({ uri: source.uri, opsPerSecond, seed });
   cleanup.defer('the workload', () => workload.stop());

@@ -78,6 +78,18 @@ export const startBodySchema = {
       additionalProperties: false,
       properties: { enabled: { type: 'boolean' } },
     },
+    detectRandomId: { type: 'boolean' },
+    copyInNaturalOrder: {
+      type: 'array',
+      items: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['database'],
+        properties: { database: name, collections: { type: 'array', minItems: 1, items: name } },
+      },
+    },
+    preExistingDestinationData: { type: 'boolean' },
+    skipDiskSpaceCheck: { type: 'boolean' },
   },
 } as const;
 

@@ -6,6 +6,7 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type
 import type { Logger } from '../log/logger.js';
 import type { StateMachine } from '../state/machine.js';
 import { registerRoutes } from './routes.js';
+import { registerStatusPage, type StatusSource } from './status-page.js';
 import { formatSchemaError, type SchemaError } from './schemas.js';
 import { asFerryError, InvalidRequest, NotFound, RequestTooLarge, type FerryError } from '../errors/errors.js';
 
@@ -16,6 +17,8 @@ export interface ServerOptions {
   bodyLimit?: number;
   /** Renders Prometheus text for `GET /metrics` (histograms of copy and apply). Default: no such endpoint. */
   metrics?: () => string;
+  /** The status page and its read-only endpoints (status-page.ts). Default: none. */
+  status?: StatusSource;
 }
 
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;
@@ -88,5 +91,6 @@ export function buildServer(options: ServerOptions): FastifyInstance {
   });
 
   registerRoutes(app, machine, options.metrics);
+  if (options.status !== undefined) registerStatusPage(app, options.status);
   return app;
 }

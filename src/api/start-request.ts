@@ -8,6 +8,7 @@ import {
   BUILD_INDEXES,
   type BuildIndexes,
   type NamespaceFilter,
+  type NaturalOrderEntry,
   type ShardingConfig,
   type ShardingEntry,
   type StartRequest,
@@ -27,6 +28,10 @@ export interface StartBody {
   excludeNamespaces?: NamespaceFilter[];
   sharding?: { createSupportingIndexes?: boolean; shardingEntries: ShardingEntry[] };
   verification?: { enabled?: boolean };
+  detectRandomId?: boolean;
+  copyInNaturalOrder?: NaturalOrderEntry[];
+  preExistingDestinationData?: boolean;
+  skipDiskSpaceCheck?: boolean;
 }
 
 // mongod refuses these in database names (documented naming restrictions; the strictest, Windows', set).
@@ -117,7 +122,35 @@ export function checkStartRequest(body: StartBody): StartRequest {
     reversible: body.reversible ?? false,
     enableUserWriteBlocking: writeBlocking(body.enableUserWriteBlocking),
     verification: { enabled: body.verification?.enabled ?? true },
+    detectRandomId: body.detectRandomId ?? true,
+    preExistingDestinationData: body.preExistingDestinationData ?? false,
+    skipDiskSpaceCheck: body.skipDiskSpaceCheck ?? false,
   };
+  if (body.copyInNaturalOrder !== undefined) {
+    body.copyInNaturalOrder.forEach((entry, index) => {
+      const where = `copyInNaturalOrder[${index}]`;
+      if (entry.database !== '.') checkDatabaseName(entry.database, `${where}.database`);
+      entry.collections?.forEach((coll, i) => checkCollectionName(coll, `${where}.collections[${i}]`));
+    });
+    request.copyInNaturalOrder = structuredClone(body.copyInNaturalOrder);
+  }
+  if (request.preExistingDestinationData) {
+    // mongosync's rules for a destination holding other data.
+    if (body.includeNamespaces === undefined && body.excludeNamespaces === undefined) {
+      throw new InvalidRequest(
+        'preExistingDestinationData: a destination with data of its own needs a namespace filter (includeNamespaces or excludeNamespaces)',
+      );
+    }
+    if (request.reversible)
+      throw new InvalidRequest('preExistingDestinationData: a sync into a destination with data of its own cannot be reversible');
+    if (body.enableUserWriteBlocking !== undefined && request.enableUserWriteBlocking !== 'none') {
+      throw new InvalidRequest(
+        'preExistingDestinationData: write blocking is cluster-wide and would block the applications already using the destination; ' +
+          'leave enableUserWriteBlocking out (or "none") and stop writes yourself at cut-over',
+      );
+    }
+    request.enableUserWriteBlocking = 'none';
+  }
   if (body.includeNamespaces !== undefined) request.includeNamespaces = structuredClone(body.includeNamespaces);
   if (body.excludeNamespaces !== undefined) request.excludeNamespaces = structuredClone(body.excludeNamespaces);
   checkFilters(request);

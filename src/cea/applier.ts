@@ -34,17 +34,18 @@ import { PartitionTable } from '../meta/partitions.js';
 import { ApplyPool } from './apply-pool.js';
 import { ChangeStreamReader } from './change-stream-reader.js';
 import { ChangeStreamCheckpoints, type StreamPosition } from './checkpoint.js';
-import { idKey, laneOf } from './document-key.js';
+import { documentKeyOf, hotDocumentKeys, idKey, laneOf } from './document-key.js';
 import { DdlApplier, isDdlOperation } from './ddl.js';
 import { isCrudOperation } from './crud-event.js';
 import { LagTracker } from './lag.js';
+import { OplogWatch } from './oplog-window.js';
 import { Lanes, type LaneBatch } from './lanes.js';
 import { sweepTombstones } from './tombstones.js';
 import { namespaceOf } from '../domain/namespaces.js';
 import type { SyncPhase } from '../domain/states.js';
 import { notAfter, describeTime, timeAfter } from '../domain/time.js';
 import { ApplicationStopped, ChangeStreamHistoryLost, UnexpectedChangeEvent } from '../errors/errors.js';
-import type { CeaSettings } from '../config/settings.js';
+import type { CeaSettings, SyncSettings } from '../config/settings.js';
 import { COMMIT_LAG_LIMIT_SECONDS } from '../domain/constants.js';
 import type { ChangeApplication, PhaseOutcome, PhaseStatus, SyncContext } from '../phase/contract.js';
 import { selectorFor, type NamespaceSelector } from '../plan/namespaces.js';
@@ -66,7 +67,13 @@ const ID = '_id';
 export class ChangeEventApplier implements ChangeApplication {
   readonly name = 'change event application';
   readonly #context: SyncContext;
-  readonly #settings: CeaSettings;
+  #settings: CeaSettings;
+  /** Live settings handed over (SIGHUP), applied between two reader batches. */
+  #retune: CeaSettings | undefined;
+  /** A lane batch in flight longer than this is reported (ms). */
+  readonly #stallMs: number;
+  #pool: ApplyPool | undefined;
+  readonly #oplog: OplogWatch;
   readonly #selector: NamespaceSelector;
   readonly #checkpoints: ChangeStreamCheckpoints;
   readonly #ddl: DdlApplier;
@@ -92,10 +99,21 @@ export class ChangeEventApplier implements ChangeApplication {
   #failure: Error | undefined;
   #target: { time: Timestamp; reached: boolean } | undefined;
   #warnedTypes = new Set<string>();
+  /** Hot documents (`--hotDocIDs`): their events are skipped, the commit copies them. */
+  readonly #hot: Set<string>;
+  #hotEventsSkipped = 0;
 
   constructor(context: SyncContext) {
     this.#context = context;
+    this.#hot = hotDocumentKeys(context.resume.hotDocuments ?? []);
     this.#settings = context.settings.cea;
+    this.#stallMs = context.settings.laneStallSeconds * 1000;
+    this.#oplog = new OplogWatch(
+      context.source.client,
+      context.settings.oplogCheckIntervalMs,
+      () => this.#lag.appliedTime ?? context.resume.startAtOperationTime,
+      context.logger,
+    );
     this.#selector = selectorFor(context.request);
     this.#phase = context.syncPhase();
     this.#checkpoints = new ChangeStreamCheckpoints(context.store);
@@ -119,21 +137,29 @@ export class ChangeEventApplier implements ChangeApplication {
    * asked by `applyThrough` (`done`); rejects with what stopped it otherwise.
    */
   start(): Promise<PhaseOutcome> {
-    this.#running ??= this.#run().then(
-      (): PhaseOutcome => (this.#target?.reached === true ? 'done' : 'stopped'),
-      (error: unknown): PhaseOutcome => {
-        this.#failed(error as Error);
-        if (error instanceof Stopped || this.#stopping) return 'stopped';
-        throw error;
-      },
-    );
+    this.#oplog.start();
+    this.#running ??= this.#run()
+      .finally(() => this.#oplog.stop())
+      .then(
+        (): PhaseOutcome => (this.#target?.reached === true ? 'done' : 'stopped'),
+        (error: unknown): PhaseOutcome => {
+          this.#failed(error as Error);
+          if (error instanceof Stopped || this.#stopping) return 'stopped';
+          throw error;
+        },
+      );
     return this.#running;
   }
 
   async stop(): Promise<void> {
     this.#stopping = true;
+    this.#oplog.stop();
     for (const wake of this.#waiters.splice(0)) wake();
     await this.#running?.catch(() => undefined);
+  }
+
+  onSettings(settings: SyncSettings): void {
+    this.#retune = settings.cea;
   }
 
   onSyncPhase(phase: SyncPhase): void {
@@ -163,12 +189,33 @@ export class ChangeEventApplier implements ChangeApplication {
         lag !== undefined &&
         lag.overallSeconds <= COMMIT_LAG_LIMIT_SECONDS,
     };
-    if (lag !== undefined) status.figures = { lag };
+    status.figures = lag === undefined ? {} : { lag };
+    const running = this.#running !== undefined && !this.#stopping && this.#failure === undefined;
+    const seconds = this.#oplog.secondsRemaining;
+    if (running) status.figures.oplogTimeRemaining = seconds === undefined ? {} : { seconds };
+    const oplogShort = running ? this.#oplog.warning : undefined;
     if (this.#problem !== undefined) {
       status.info = 'change event application stopped: the source change stream history was lost';
       status.warnings = [this.#problem];
     } else if (this.#phase === 'copied') status.info = 'change event application';
+    const stalled = this.#stalledLanes();
+    const more = [...(oplogShort === undefined ? [] : [oplogShort]), ...stalled];
+    if (more.length > 0) status.warnings = [...(status.warnings ?? []), ...more];
     return status;
+  }
+
+  /** A warning per lane whose batch has been in flight longer than the stall threshold. */
+  #stalledLanes(): string[] {
+    const lanes = this.#lanes;
+    if (lanes === undefined || this.#stopping) return [];
+    const now = Date.now();
+    return lanes
+      .stalled(now - this.#stallMs)
+      .map(
+        ({ lane, since, events }) =>
+          `Change-event lane ${lane} has had a batch of ${events} event(s) in flight for ${Math.floor((now - since) / 1000)} s: ` +
+          'the destination is slow to apply it or is not answering (lag grows meanwhile; see its logs and ferry_apply_latency_seconds)',
+      );
   }
 
   #failed(error: Error): void {
@@ -202,53 +249,40 @@ export class ChangeEventApplier implements ChangeApplication {
       this.#saved = this.#applied;
     }
     this.#lag.applied(recorded?.appliedThrough ?? context.resume.startAtOperationTime);
-    const settings = this.#settings;
-    const pool = new ApplyPool({
-      sourceUri: context.source.endpoint.uri,
-      destinationUri: context.destination.endpoint.uri,
-      instance: context.store.instance,
-      lanes: settings.applyLanes,
-    });
-    const lanes = new Lanes({
-      lanes: settings.applyLanes,
-      maxBatchEvents: settings.maxBatchEvents,
-      maxBatchBytes: settings.maxBatchBytes,
-      maxPendingBytes: settings.maxPendingBytes,
-      apply: (batch) => this.#applyBatch(pool, batch),
-    });
-    this.#lanes = lanes;
+    const lanes = this.#newLanes();
     const reader = new ChangeStreamReader({
       source: context.source.client,
       start:
         this.#applied !== undefined
           ? { startAfter: this.#applied.resumeToken }
           : { startAtOperationTime: context.resume.startAtOperationTime },
-      batchSize: settings.readBatchSize,
-      maxAwaitMs: settings.maxAwaitMs,
+      batchSize: this.#settings.readBatchSize,
+      maxAwaitMs: this.#settings.maxAwaitMs,
       logger: context.logger,
     });
     context.logger.info(
       {
         resumeAfter: describeTime(this.#applied?.time),
         startAt: this.#applied === undefined ? describeTime(context.resume.startAtOperationTime) : undefined,
-        lanes: settings.applyLanes,
+        lanes: this.#settings.applyLanes,
       },
       this.#applied === undefined
         ? 'Change-event application starting at the start time T0'
         : 'Change-event application resuming after its recorded position',
     );
-    const timer = setInterval(() => void this.#checkpoint().catch(() => undefined), settings.checkpointIntervalMs);
+    const timer = setInterval(() => void this.#checkpoint().catch(() => undefined), this.#settings.checkpointIntervalMs);
     timer.unref();
     let failure: unknown;
     try {
-      await this.#loop(reader, lanes);
+      await this.#loop(reader);
     } catch (error) {
       failure = error;
     } finally {
       clearInterval(timer);
+      const last = this.#lanes ?? lanes;
       try {
-        if (lanes.failure === undefined) {
-          await lanes.drain();
+        if (last.failure === undefined) {
+          await last.drain();
           this.#advance();
           await this.#checkpoint();
         }
@@ -257,15 +291,60 @@ export class ChangeEventApplier implements ChangeApplication {
       }
       // A lane batch that failed after the last add/drain (the source went quiet, or the commit
       // point came first) reports here: the run never ends as if every event were applied.
-      failure ??= lanes.failure;
+      failure ??= last.failure;
       await reader.close();
-      await pool.destroy();
+      await this.#pool?.destroy();
     }
     if (failure !== undefined) throw failure;
   }
 
-  async #loop(reader: ChangeStreamReader, lanes: Lanes): Promise<void> {
+  /** Lanes (and the thread pool applying their batches) for the current settings. */
+  #newLanes(): Lanes {
+    const settings = this.#settings;
+    const pool = new ApplyPool({
+      sourceUri: this.#context.source.endpoint.uri,
+      destinationUri: this.#context.destination.endpoint.uri,
+      instance: this.#context.store.instance,
+      lanes: settings.applyLanes,
+    });
+    this.#pool = pool;
+    const lanes = new Lanes({
+      lanes: settings.applyLanes,
+      maxBatchEvents: settings.maxBatchEvents,
+      maxBatchBytes: settings.maxBatchBytes,
+      maxPendingBytes: settings.maxPendingBytes,
+      apply: (batch) => this.#applyBatch(pool, batch),
+    });
+    this.#lanes = lanes;
+    return lanes;
+  }
+
+  /**
+   * Applies live settings handed over since the last batch: batch bounds at once; another number
+   * of lanes once every lane is drained (an event's lane is a hash modulo their number, so a
+   * document's events never straddle two lane layouts).
+   */
+  async #applyRetune(lanes: Lanes): Promise<Lanes> {
+    const next = this.#retune;
+    if (next === undefined) return lanes;
+    this.#retune = undefined;
+    const previous = this.#settings;
+    this.#settings = { ...next, checkpointIntervalMs: previous.checkpointIntervalMs };
+    lanes.setBatchLimits(next);
+    if (next.applyLanes === lanes.count) return lanes;
+    await lanes.drain();
+    this.#advance();
+    await this.#pool?.destroy();
+    const rebuilt = this.#newLanes();
+    rebuilt.skipTo(lanes.lastSeq);
+    this.#context.logger.info({ from: lanes.count, to: rebuilt.count }, `Change events now applied in ${rebuilt.count} lane(s)`);
+    return rebuilt;
+  }
+
+  async #loop(reader: ChangeStreamReader): Promise<void> {
+    let lanes = this.#lanes!;
     while (!this.#stopping) {
+      lanes = await this.#applyRetune(lanes);
       // A failed lane batch stops application now, even when no event follows to be refused.
       if (lanes.failure !== undefined) throw lanes.failure;
       if (this.#phase === 'copied' && this.#copyCompletedAt === undefined) await this.#completeCopy(lanes);
@@ -313,7 +392,15 @@ export class ChangeEventApplier implements ChangeApplication {
       if (key === undefined) throw new UnexpectedChangeEvent(`a ${type} event on ${ns.db}.${ns.coll} has no documentKey`);
       const id = findElement(key, ID);
       if (id === undefined) throw new UnexpectedChangeEvent(`a ${type} event on ${ns.db}.${ns.coll} has no documentKey._id`);
-      const lane = laneOf(`${ns.db}.${ns.coll}`, idKey(key, id), lanes.count);
+      const keyText = idKey(key, id);
+      if (this.#hot.size > 0 && this.#hot.has(documentKeyOf(ns.db, ns.coll, keyText))) {
+        // A hot document: the commit copies it from the source (src/domain/hot-documents.ts).
+        if (this.#hotEventsSkipped++ === 0) {
+          this.#context.logger.info({ ns: `${ns.db}.${ns.coll}` }, 'Change events of hot documents are skipped from here on (--hotDocIDs)');
+        }
+        return;
+      }
+      const lane = laneOf(`${ns.db}.${ns.coll}`, keyText, lanes.count);
       this.#seq++;
       await lanes.add(lane, bytes, this.#seq);
       return;

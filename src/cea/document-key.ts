@@ -13,7 +13,9 @@
  * `_id` strings differing in case are one document on the server and two keys here (they then
  * still converge unless events for both spellings interleave within the same moments).
  */
-import { BsonType, decodeValue, forEachElement, type RawElement } from '../bson/index.js';
+import { serialize } from 'bson';
+import { BsonType, decodeValue, findElement, forEachElement, type RawElement } from '../bson/index.js';
+import type { HotDocuments } from '../domain/hot-documents.js';
 import { decodeUtf8, readInt32LE } from '../bson/scan.js';
 import type { Decimal128 } from 'bson';
 
@@ -108,4 +110,21 @@ export function fnv1a(text: string, seed = 0x811c9dc5): number {
 /** The lane of a document: a hash of its namespace and canonical `_id` key, modulo `lanes`. */
 export function laneOf(namespace: string, key: string, lanes: number): number {
   return fnv1a(key, fnv1a(namespace)) % lanes;
+}
+
+/** A document of `db.coll` by the key of its `_id` (`idKey`): the same for its events and for `--hotDocIDs`. */
+export function documentKeyOf(db: string, coll: string, idKeyText: string): string {
+  return `${db}.${coll}\0${idKeyText}`;
+}
+
+/** The keys of hot documents (`--hotDocIDs`), to recognise their events. */
+export function hotDocumentKeys(hot: readonly HotDocuments[]): Set<string> {
+  const keys = new Set<string>();
+  for (const { db, coll, ids } of hot) {
+    for (const id of ids) {
+      const bytes = serialize({ _id: id });
+      keys.add(documentKeyOf(db, coll, idKey(bytes, findElement(bytes, '_id')!)));
+    }
+  }
+  return keys;
 }

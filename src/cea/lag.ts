@@ -30,6 +30,11 @@ export class LagTracker {
   #caughtUp = false;
   #measured = false;
 
+  /** The source time up to which every event is applied, once known. */
+  get appliedTime(): Timestamp | undefined {
+    return this.#appliedTime;
+  }
+
   /** Whether a reply has said the source's time (the lag is measured, not estimated). */
   get measured(): boolean {
     return this.#measured;

@@ -45,8 +45,8 @@ interface QueuedEvent {
 
 interface Lane {
   queue: QueuedEvent[];
-  /** Sequence numbers of the batch in flight. */
-  inFlight?: { firstSeq: number; lastSeq: number; bytes: number };
+  /** Sequence numbers of the batch in flight, its size, and since when (`Date.now()`). */
+  inFlight?: { firstSeq: number; lastSeq: number; bytes: number; events: number; since: number };
 }
 
 export class Lanes {
@@ -60,12 +60,28 @@ export class Lanes {
 
   constructor(options: LanesOptions) {
     if (!(options.lanes >= 1)) throw new RangeError(`lanes must be at least 1, got ${options.lanes}`);
-    this.#options = options;
+    this.#options = { ...options };
     this.#lanes = Array.from({ length: options.lanes }, () => ({ queue: [] }));
   }
 
   get count(): number {
     return this.#lanes.length;
+  }
+
+  /** New batch bounds (a live retune), used from the next batch on. */
+  setBatchLimits(limits: Pick<LanesOptions, 'maxBatchEvents' | 'maxBatchBytes' | 'maxPendingBytes'>): void {
+    Object.assign(this.#options, limits);
+  }
+
+  /** Lanes whose batch has been in flight since before `before` (ms, `Date.now()`), with since when. */
+  stalled(before: number): { lane: number; since: number; events: number }[] {
+    const stalled: { lane: number; since: number; events: number }[] = [];
+    this.#lanes.forEach((lane, index) => {
+      if (lane.inFlight !== undefined && lane.inFlight.since < before) {
+        stalled.push({ lane: index, since: lane.inFlight.since, events: lane.inFlight.events });
+      }
+    });
+    return stalled;
   }
 
   /** Bytes of events queued or in flight. */
@@ -150,7 +166,7 @@ export class Lanes {
       firstSeq: taken[0]!.seq,
       lastSeq: taken[taken.length - 1]!.seq,
     };
-    lane.inFlight = { firstSeq: batch.firstSeq, lastSeq: batch.lastSeq, bytes };
+    lane.inFlight = { firstSeq: batch.firstSeq, lastSeq: batch.lastSeq, bytes, events: batch.count, since: Date.now() };
     this.#options.apply(batch, index).then(
       () => {
         lane.inFlight = undefined;

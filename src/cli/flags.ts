@@ -10,7 +10,8 @@ import type { RawOptions } from '../config/resolve.js';
 
 const PACKAGE_JSON = new URL('../../../package.json', import.meta.url);
 
-function version(): string {
+/** Ferry's version, from package.json. */
+export function version(): string {
   try {
     return (JSON.parse(readFileSync(PACKAGE_JSON, 'utf8')) as { version: string }).version;
   } catch {
@@ -29,10 +30,17 @@ function helpOf(spec: OptionSpec): string {
 export function buildProgram(): Command {
   const program = new Command('ferry')
     .description('Copies a MongoDB cluster to another and keeps it current until cut-over; mongosync-compatible control API.')
-    .version(version());
+    // mongosync's short form of --version is -v.
+    .version(version(), '-v, --version');
   for (const name of FLAG_OPTIONS) {
     const spec: OptionSpec = OPTIONS[name];
-    program.option(spec.type === 'switch' ? `--${name}` : `--${name} ${spec.valueName ?? '<value>'}`, helpOf(spec));
+    if (spec.type === 'jsonList') {
+      // Given once per value: each occurrence adds one.
+      const collect = (value: string, previous: string[] | undefined): string[] => [...(previous ?? []), value];
+      program.option(`--${name} ${spec.valueName ?? '<value>'}`, helpOf(spec), collect);
+    } else {
+      program.option(spec.type === 'switch' ? `--${name}` : `--${name} ${spec.valueName ?? '<value>'}`, helpOf(spec));
+    }
   }
   return (
     program

@@ -4,16 +4,23 @@
  * one-line error and exit code 2, before anything is touched) → logger → control API listening
  * (progress reports INITIALIZING) → the sync recovers an earlier run with this `--id` → IDLE or
  * the recovered state. SIGINT/SIGTERM: close the API, let the sync record its state, exit 0.
- * A second signal exits at once (code 1). SIGUSR1: reopen the log file (after rotation).
+ * A second signal exits at once (code 1). SIGUSR1: rotate the log file (renamed aside, a new one
+ * opened). SIGHUP: read the config file again and apply the live options (src/config/reload.ts).
  */
 import { CommanderError } from 'commander';
 import { buildServer } from '../api/server.js';
 import { type FerryOptions } from '../config/options.js';
-import { resolveOptions, unknownEnvironmentVariables } from '../config/resolve.js';
+import { reloadOptions } from '../config/reload.js';
+import { resolveOptions, unknownEnvironmentVariables, type RawOptions } from '../config/resolve.js';
+import { syncSettings } from '../config/settings.js';
 import { createLogger, type LogHandle } from '../log/logger.js';
 import { StateMachine } from '../state/machine.js';
 import { createSync } from './compose.js';
-import { parseFlags } from './flags.js';
+import { parseFlags, version } from './flags.js';
+import { startPeriodicWork } from './periodic.js';
+import { ProgressHistory } from '../state/history.js';
+import { metricFamilies } from '../state/metrics.js';
+import { buildStatus, namespaceProgress } from '../state/status.js';
 import { LOOPBACK_ADDRESSES } from '../domain/constants.js';
 import { redactUris } from '../domain/credentials.js';
 import { InvalidConfiguration } from '../errors/errors.js';
@@ -29,9 +36,10 @@ function exitWithError(message: string, code: number): never {
   process.exit(code);
 }
 
-function readOptions(argv: readonly string[]): FerryOptions {
+function readOptions(argv: readonly string[]): { flags: RawOptions; options: FerryOptions } {
   try {
-    return resolveOptions(parseFlags(argv));
+    const flags = parseFlags(argv);
+    return { flags, options: resolveOptions(flags) };
   } catch (error) {
     if (error instanceof CommanderError) {
       // --help and --version end here too, successfully, their output already written.
@@ -57,7 +65,8 @@ function describeOptions(options: FerryOptions): Record<string, unknown> {
 }
 
 async function main(): Promise<void> {
-  const options = readOptions(process.argv);
+  const { flags, options: startup } = readOptions(process.argv);
+  let options = startup;
   const log = openLog(options);
   const { logger } = log;
   logger.info({ options: describeOptions(options) }, 'Ferry starting');
@@ -77,11 +86,43 @@ async function main(): Promise<void> {
 
   const clusters = { cluster0: options.cluster0, cluster1: options.cluster1 };
   const sync = createSync(options, logger);
-  const machine = new StateMachine({ sync, clusters, id: options.id, logger });
+  const history = new ProgressHistory();
+  const machine = new StateMachine({ sync, clusters, id: options.id, logger, history });
+  const ferryVersion = version();
   const server = buildServer({
     machine,
     logger,
-    metrics: () => renderPrometheus({ histograms: sync.histograms, counters: sync.counters() }),
+    metrics: () =>
+      renderPrometheus({
+        histograms: sync.histograms,
+        counters: sync.counters(),
+        families: metricFamilies(machine.progress(), sync.snapshot(), ferryVersion, options.id),
+      }),
+    status: {
+      status: (since) => {
+        const progress = machine.progress();
+        return buildStatus({
+          state: progress.state,
+          canCommit: progress.canCommit,
+          id: options.id,
+          request: machine.request,
+          clusters,
+          snapshot: sync.snapshot(),
+          timeline: machine.timeline(),
+          samples: history.since(since),
+        });
+      },
+      namespaces: () => namespaceProgress(sync.snapshot()),
+    },
+  });
+  const stopPeriodicWork = startPeriodicWork({
+    progress: () => machine.progress(),
+    history,
+    histograms: sync.histograms,
+    pings: () => sync.snapshot().pingLatencyMs,
+    logger,
+    logIntervalMs: options.progressLogIntervalMs,
+    metricsLogging: !options.disableMetricsLogging,
   });
 
   let stopping = false;
@@ -93,6 +134,7 @@ async function main(): Promise<void> {
       process.exit(EXIT_FAILURE);
     }
     stopping = true;
+    stopPeriodicWork();
     logger.info({ signal }, `Received ${signal}: stopping`);
     try {
       // Refuse new requests at once; progress is still served while the sync records its state.
@@ -111,8 +153,30 @@ async function main(): Promise<void> {
   process.on('SIGINT', () => void stop('SIGINT'));
   process.on('SIGTERM', () => void stop('SIGTERM'));
   process.on('SIGUSR1', () => {
-    log.reopen();
-    logger.info({ file: log.target }, 'Log file reopened');
+    log.rotate();
+  });
+  process.on('SIGHUP', () => {
+    try {
+      const { options: next, applied, needRestart } = reloadOptions(options, flags);
+      if (needRestart.length > 0) {
+        logger.warn(
+          { options: needRestart },
+          `Configuration reloaded: ${needRestart.join(', ')} changed in the file but take effect only when Ferry restarts`,
+        );
+      }
+      options = next;
+      if (applied.length === 0) {
+        logger.info('Configuration reloaded: no live option changed');
+        return;
+      }
+      if (applied.some((change) => change.option === 'verbosity')) log.setVerbosity(options.verbosity);
+      sync.retune(syncSettings(options));
+      const changes = Object.fromEntries(applied.map(({ option, from, to }) => [option, { from, to }]));
+      const said = applied.map(({ option, from, to }) => `${option} ${String(from)} → ${String(to)}`).join(', ');
+      logger.info({ changes }, `Configuration reloaded: ${said} (applied from the next partition or batch)`);
+    } catch (error) {
+      logger.error({ err: error }, `Configuration reload refused, nothing changed: ${(error as Error).message}`);
+    }
   });
 
   try {

@@ -11,9 +11,10 @@
  * Ferry killed in COMMITTING finishes from where it was:
  * 1. the hand-off: change-event application (the one running, or a new one from its recorded
  *    position) applies every event through the commit point and stops (`appliedAt`);
- * 2. every temporary characteristic is restored (restore.ts, `restoredAt`), unless a collection's
- *    read whole from the source was cut short by DDL after the commit point (its namespace record
- *    is `incomplete`, src/cea/resync.ts): then the commit cannot complete and says so;
+ * 2. hot documents (`--hotDocIDs`, whose events were skipped) are copied from the source
+ *    (hot-documents.ts), and every temporary characteristic is restored (restore.ts, `restoredAt`),
+ *    unless a collection's read whole from the source was cut short by DDL after the commit point
+ *    (its namespace record is `incomplete`, src/cea/resync.ts): then the commit cannot complete and says so;
  * 3. for a reversible sync, the way back is recorded on both clusters (src/meta/way-back.ts: the
  *    destination's time just before its user writes are allowed, and each side's write blocking);
  * 4. the destination's write blocking is lifted, the record says completed, and the sync's resume
@@ -39,6 +40,7 @@ import { WayBackRecord, type WayBackDocument } from '../meta/way-back.js';
 import type { CommitContext, CommitPhase, PhaseOutcome, PhaseStatus } from '../phase/contract.js';
 import { RetryUntilDone } from '../phase/retry-until-done.js';
 import { CommitRecord } from './commit-record.js';
+import { copyHotDocuments } from './hot-documents.js';
 import { describeFailure, planRestore, runRestore, type RestoreFailure } from './restore.js';
 
 export class Commit implements CommitPhase {
@@ -120,7 +122,7 @@ export class Commit implements CommitPhase {
 
   /** One try from the record (see the module comment); the restores the destination refused, if any. */
   async #finishOnce(): Promise<RestoreFailure[]> {
-    const { destination, request, logger, store, changeApplication } = this.#context;
+    const { source, destination, request, logger, store, changeApplication } = this.#context;
     const doc = await this.#record.read();
     if (doc === null) throw new MetadataMissing({ record: 'commit record' });
     if (doc.appliedAt === undefined) {
@@ -135,6 +137,8 @@ export class Commit implements CommitPhase {
       const records = await new NamespaceRecords(store).list();
       const incomplete = records.find((record) => record.incomplete === true);
       if (incomplete !== undefined) throw new CollectionReadInterrupted({ ns: namespaceOf(incomplete) });
+      // Hot documents' events were skipped: each is copied as the source holds it now, after the commit point.
+      await copyHotDocuments(source.client, destination.client, this.#context.resume.hotDocuments ?? [], logger);
       const steps = await planRestore(destination.client, records);
       const failures = await runRestore(destination.client, steps);
       if (failures.length > 0) return failures;

@@ -11,8 +11,9 @@
  * load level's column, the default. Every option is read and checked at startup; a bad value is
  * InvalidConfiguration (exit code 2) before anything is touched.
  *
- * `live: true` will mark an option that may change while Ferry runs (a later SIGHUP re-reads it
- * and hands the new settings to the phases); no option is live yet.
+ * `live: true` marks an option that may change while Ferry runs: on SIGHUP Ferry reads the config
+ * file again (src/config/reload.ts) and hands the new figures to the running phases, which apply
+ * them at their next partition or batch. Every other option keeps the value it started with.
  */
 import type { ClusterEndpoint } from '../domain/clusters.js';
 import { VERBOSITY_LEVELS } from '../domain/constants.js';
@@ -67,12 +68,21 @@ export interface SwitchOption extends OptionBase {
   readonly default: boolean;
 }
 
+/**
+ * A list of JSON objects: a flag given once per object (`--hotDocIDs '{...}' --hotDocIDs '{...}'`),
+ * a YAML list in the config file (of mappings, or of JSON strings). What the objects hold is
+ * checked by the option's consumer (settings.ts).
+ */
+export interface JsonListOption extends OptionBase {
+  readonly type: 'jsonList';
+}
+
 /** A connection string, checked by the driver's parser and kept with its first host. */
 export interface ClusterOption extends OptionBase {
   readonly type: 'cluster';
 }
 
-export type OptionSpec = IntegerOption | ChoiceOption | TextOption | SwitchOption | ClusterOption;
+export type OptionSpec = IntegerOption | ChoiceOption | TextOption | SwitchOption | JsonListOption | ClusterOption;
 
 /** What `--loadLevel` names at each level (the README's load-level table). */
 export const LOAD_LEVEL_NAMES: Readonly<Record<number, string>> = Object.freeze({ 1: 'busy production source', 4: 'migration window' });
@@ -130,15 +140,17 @@ export const OPTIONS = {
     meaning: 'interface the API listens on; anything but loopback logs a warning (the API has no authentication)',
   },
   loadLevel: {
+    live: true,
     type: 'integer',
     min: 1,
     max: 4,
     default: 3,
     valueName: '<1-4>',
     help: 'how hard to push the clusters',
-    meaning: 'how hard Ferry pushes the clusters; sets the next four (table below)',
+    meaning: 'how hard Ferry pushes the clusters; sets the next four (table below). Live: SIGHUP re-reads it from `--config`',
   },
   copyWorkers: {
+    live: true,
     type: 'integer',
     min: 1,
     max: 256,
@@ -148,6 +160,7 @@ export const OPTIONS = {
     meaning: 'partitions copied at once (in at most one worker thread per CPU core but one)',
   },
   batchesInFlight: {
+    live: true,
     type: 'integer',
     min: 1,
     max: 64,
@@ -157,6 +170,7 @@ export const OPTIONS = {
     meaning: 'read batches each copy worker keeps in flight',
   },
   applyLanes: {
+    live: true,
     type: 'integer',
     min: 1,
     max: 1024,
@@ -166,6 +180,7 @@ export const OPTIONS = {
     meaning: 'parallel change-event lanes (per-document order is kept within a lane)',
   },
   batchBytes: {
+    live: true,
     type: 'integer',
     // 48 MB is mongod's maxMessageSizeBytes: no single write can be larger.
     min: 1024,
@@ -193,6 +208,7 @@ export const OPTIONS = {
     meaning: 'write logs to `<dir>/ferry.log` (created if missing)',
   },
   verbosity: {
+    live: true,
     type: 'choice',
     choices: VERBOSITY_LEVELS,
     anyCase: true,
@@ -209,6 +225,43 @@ export const OPTIONS = {
     meaning:
       'accepted for mongosync compatibility; this build has no embedded verifier, so it changes nothing ' +
       '(verify with `scripts/lib/compare-clusters.ts`, as the demo does)',
+  },
+  acceptDisclaimer: {
+    type: 'switch',
+    default: false,
+    defaultText: 'off',
+    help: "accepted for mongosync's scripts: Ferry shows no disclaimer to accept",
+    meaning:
+      "mongosync's: accept the embedded verifier's disclaimers without a prompt. Ferry never prompts, so it starts " +
+      'the same with or without it',
+  },
+  disableTelemetry: {
+    type: 'switch',
+    default: false,
+    defaultText: 'off',
+    help: "accepted for mongosync's scripts: Ferry sends no telemetry",
+    meaning:
+      "mongosync's: send no usage data to MongoDB. Ferry never sends any (it talks only to the two clusters), " +
+      'so there is nothing to turn off',
+  },
+  disableMetricsLogging: {
+    type: 'switch',
+    default: false,
+    defaultText: 'off',
+    help: 'no periodic "Operation duration stats." lines in the log',
+    meaning:
+      'turns off metrics logging: the periodic `Operation duration stats.` log line (read and write latencies, ' +
+      'ping latency; mongosync writes its metrics to files of their own, Ferry to its log). `/metrics` still serves them',
+  },
+  hotDocIDs: {
+    type: 'jsonList',
+    valueName: '<json>',
+    defaultText: 'none',
+    help: 'documents updated very often, copied at commit instead of on every change (repeatable)',
+    meaning:
+      'mongosync\'s: `{"db": …, "collection": …, "ids": [{"_id": <canonical extended JSON>}, …]}`, once per collection ' +
+      '(repeat the flag; a YAML list in `--config`). Their change events are not applied one by one: commit copies ' +
+      'them from the source after the commit point. Recorded on the destination: a restart adds to them, never removes',
   },
   copyCheckpointIntervalMs: {
     type: 'integer',
@@ -266,6 +319,56 @@ export const OPTIONS = {
       'how often a commit waiting on a refused restore, or a reverse on a refused temporary change ' +
       '(or either on an unreachable cluster), tries again',
   },
+  pingIntervalMs: {
+    type: 'integer',
+    flag: false,
+    env: 'FERRY_PING_INTERVAL_MS',
+    min: 100,
+    max: 3_600_000,
+    unit: 'milliseconds',
+    default: 30_000,
+    help: "how often each cluster is pinged for progress's `pingLatencyMs` (mongosync: every 30 s)",
+  },
+  oplogCheckIntervalMs: {
+    type: 'integer',
+    flag: false,
+    env: 'FERRY_OPLOG_CHECK_INTERVAL_MS',
+    min: 100,
+    max: 86_400_000,
+    unit: 'milliseconds',
+    default: 300_000,
+    help: "how often the source's oplog window is read for `estimatedOplogTimeRemaining` (mongosync: every 5 minutes)",
+  },
+  progressLogIntervalMs: {
+    type: 'integer',
+    flag: false,
+    env: 'FERRY_PROGRESS_LOG_INTERVAL_MS',
+    min: 100,
+    max: 86_400_000,
+    unit: 'milliseconds',
+    default: 30_000,
+    help: 'how often the `Replication progress.` and `Operation duration stats.` log lines are written while a sync runs',
+  },
+  laneStallSeconds: {
+    type: 'integer',
+    flag: false,
+    env: 'FERRY_LANE_STALL_SECONDS',
+    min: 1,
+    max: 86_400,
+    unit: 'seconds',
+    default: 60,
+    help: 'a change-event lane whose batch is in flight this long is reported in `warnings` (the destination is slow or blocked)',
+  },
+  randomIdMinBytes: {
+    type: 'integer',
+    flag: false,
+    env: 'FERRY_RANDOM_ID_MIN_BYTES',
+    min: 0,
+    max: Number.MAX_SAFE_INTEGER,
+    unit: 'bytes',
+    default: 20 * 1024 ** 3,
+    help: "with `detectRandomId`, collections at least this large are checked for random `_id`s (mongosync's threshold: 20 GiB)",
+  },
 } as const satisfies Record<string, OptionSpec>;
 
 export type OptionName = keyof typeof OPTIONS;
@@ -274,13 +377,15 @@ export const OPTION_NAMES = Object.keys(OPTIONS) as OptionName[];
 
 type ValueOf<S> = S extends { type: 'integer' }
   ? number
-  : S extends { type: 'switch' }
-    ? boolean
-    : S extends { type: 'cluster' }
-      ? ClusterEndpoint
-      : S extends { type: 'choice'; choices: readonly (infer C)[] }
-        ? C
-        : string;
+  : S extends { type: 'jsonList' }
+    ? Record<string, unknown>[]
+    : S extends { type: 'switch' }
+      ? boolean
+      : S extends { type: 'cluster' }
+        ? ClusterEndpoint
+        : S extends { type: 'choice'; choices: readonly (infer C)[] }
+          ? C
+          : string;
 
 type Always<S> = S extends { default: unknown } | { loadLevel: unknown } | { required: true } ? true : false;
 
@@ -309,6 +414,9 @@ export function loadProfile(level: LoadLevel): LoadProfile {
 
 /** The options set by a flag and a config-file key. */
 export const FLAG_OPTIONS = OPTION_NAMES.filter((name) => (OPTIONS[name] as OptionSpec).flag !== false);
+
+/** The options a SIGHUP may change while Ferry runs. */
+export const LIVE_OPTIONS = OPTION_NAMES.filter((name) => (OPTIONS[name] as OptionSpec).live === true);
 
 /** The options set by an environment variable. */
 export const ENV_OPTIONS = OPTION_NAMES.filter((name) => (OPTIONS[name] as OptionSpec).env !== undefined);

@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { InvalidConfiguration } from '../errors/errors.js';
 import { parseClusterUri } from './clusters.js';
+import { checkHotDocuments } from './hot-documents.js';
 import {
   ENV_OPTIONS,
   FLAG_OPTIONS,
@@ -32,6 +33,22 @@ function checkInteger(spec: Extract<OptionSpec, { type: 'integer' }>, value: unk
   return number;
 }
 
+/** One JSON object, given as a JSON string (a flag) or as a YAML mapping. */
+function jsonObject(value: unknown, where: string): Record<string, unknown> {
+  let parsed = value;
+  if (typeof value === 'string') {
+    try {
+      parsed = JSON.parse(value);
+    } catch (error) {
+      throw new InvalidConfiguration(`${where} is not valid JSON: ${(error as Error).message}`);
+    }
+  }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
+    throw new InvalidConfiguration(`${where} must be a JSON object, got ${JSON.stringify(value)}`);
+  }
+  return parsed as Record<string, unknown>;
+}
+
 /** One value checked against its option's type and range. */
 function checkValue(name: OptionName, value: unknown, where: string): unknown {
   const spec: OptionSpec = OPTIONS[name];
@@ -48,6 +65,10 @@ function checkValue(name: OptionName, value: unknown, where: string): unknown {
         throw new InvalidConfiguration(`${where} must be one of ${spec.choices.join(', ')}, got ${JSON.stringify(value)}`);
       }
       return given;
+    }
+    case 'jsonList': {
+      const items = Array.isArray(value) ? value : [value];
+      return items.map((item, index) => jsonObject(item, items.length > 1 ? `${where}[${index}]` : where));
     }
     case 'text':
     case 'cluster':
@@ -137,5 +158,6 @@ export function resolveOptions(flags: RawOptions, env: NodeJS.ProcessEnv = proce
   resolved.config = configPath;
   resolved.cluster0 = parseClusterUri('cluster0', resolved.cluster0 as string);
   resolved.cluster1 = parseClusterUri('cluster1', resolved.cluster1 as string);
+  if (resolved.hotDocIDs !== undefined) checkHotDocuments(resolved.hotDocIDs as Record<string, unknown>[], 'hotDocIDs');
   return resolved as FerryOptions;
 }

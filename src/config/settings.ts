@@ -10,6 +10,8 @@
  * `maxPendingBytes` of events queued or in flight, plus the change-stream reply being routed.
  */
 import { MAX_BSON_OBJECT_BYTES } from '../domain/constants.js';
+import type { HotDocuments } from '../domain/hot-documents.js';
+import { checkHotDocuments } from './hot-documents.js';
 import type { FerryOptions } from './options.js';
 
 export type WritePath = 'raw' | 'decode';
@@ -44,7 +46,18 @@ export interface CeaSettings {
   checkpointIntervalMs: number;
 }
 
+/** The live-tunable figures as the operator set them (progress's `tuning`, the status page). */
+export interface Tuning {
+  loadLevel: number;
+  copyWorkers: number;
+  batchesInFlight: number;
+  applyLanes: number;
+  batchBytes: number;
+}
+
 export interface SyncSettings {
+  /** What the operator set, for progress; the figures below are derived from it. */
+  tuning: Tuning;
   /** Partitions copied at once (`--copyWorkers`). */
   copyWorkers: number;
   /** Target partition size in bytes (`--partitionSizeMB`). */
@@ -60,6 +73,16 @@ export interface SyncSettings {
      */
     retryIntervalMs: number;
   };
+  /** A change-event lane with a batch in flight this long is reported in `warnings` (`FERRY_LANE_STALL_SECONDS`). */
+  laneStallSeconds: number;
+  /** How often each cluster is pinged (`FERRY_PING_INTERVAL_MS`). */
+  pingIntervalMs: number;
+  /** How often the source's oplog window is read (`FERRY_OPLOG_CHECK_INTERVAL_MS`). */
+  oplogCheckIntervalMs: number;
+  /** With `detectRandomId`, the least collection size checked for random `_id`s (`FERRY_RANDOM_ID_MIN_BYTES`). */
+  randomIdMinBytes: number;
+  /** `--hotDocIDs`: documents whose events are not applied; the commit copies them (src/domain/hot-documents.ts). */
+  hotDocuments: HotDocuments[];
 }
 
 /** Collections whose indexes are built at once (one `createIndexes` each). */
@@ -74,6 +97,13 @@ export const PLANNING_CHUNK = 500;
 export function syncSettings(options: FerryOptions): SyncSettings {
   const maxBatchBytes = Math.min(options.batchBytes, MAX_BSON_OBJECT_BYTES);
   return {
+    tuning: {
+      loadLevel: options.loadLevel,
+      copyWorkers: options.copyWorkers,
+      batchesInFlight: options.batchesInFlight,
+      applyLanes: options.applyLanes,
+      batchBytes: options.batchBytes,
+    },
     copyWorkers: options.copyWorkers,
     partitionBytes: options.partitionSizeMB * 1024 * 1024,
     workerHeapMB: options.workerHeapMB,
@@ -93,5 +123,10 @@ export function syncSettings(options: FerryOptions): SyncSettings {
       checkpointIntervalMs: options.ceaCheckpointIntervalMs,
     },
     commit: { retryIntervalMs: options.commitRetryIntervalMs },
+    laneStallSeconds: options.laneStallSeconds,
+    pingIntervalMs: options.pingIntervalMs,
+    oplogCheckIntervalMs: options.oplogCheckIntervalMs,
+    randomIdMinBytes: options.randomIdMinBytes,
+    hotDocuments: checkHotDocuments(options.hotDocIDs ?? []),
   };
 }

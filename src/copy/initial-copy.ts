@@ -17,11 +17,25 @@ import { indexBuildTime } from '../domain/catalog.js';
 import { namespaceOf } from '../domain/namespaces.js';
 import { NamespaceRecords, type NamespaceRecord } from '../meta/namespaces.js';
 import { PartitionTable } from '../meta/partitions.js';
+import type { SyncSettings } from '../config/settings.js';
+import type { NamespaceProgress } from '../domain/sync-control.js';
+import type { PartitionRow } from '../meta/partitions.js';
 import type { Phase, PhaseOutcome, PhaseStatus, SyncContext } from '../phase/contract.js';
 import { buildPendingIndexes, IndexBuildProgress } from '../plan/index-builds.js';
 import { CopyPool } from './pool.js';
 import { CopyScheduler } from './scheduler.js';
 import type { SharedCounters } from './shared-state.js';
+
+/** One collection's copy, as this run tracks it (NamespaceProgress's live form). */
+interface NamespaceCopy {
+  sourceBytes: number;
+  total: number;
+  done: number;
+  /** Bytes the partition table recorded, plus what partitions finished in this run added. */
+  recordedBytes: number;
+  /** Slots of this collection's partitions running now. */
+  running: Set<number>;
+}
 
 export class InitialCopy implements Phase {
   readonly name = 'initial copy';
@@ -38,20 +52,64 @@ export class InitialCopy implements Phase {
   #stopping = false;
   #scheduler: CopyScheduler | undefined;
   #running: Promise<PhaseOutcome> | undefined;
+  /** Per collection, in namespace order; empty until the partition table is read. */
+  #byNamespace = new Map<string, NamespaceCopy>();
+  /** Live settings handed over since the run began (SIGHUP), for the next copy run too. */
+  #settings: SyncSettings;
 
   constructor(context: SyncContext) {
     this.#context = context;
     this.#namespaces = new NamespaceRecords(context.store);
     this.#partitions = new PartitionTable(context.store);
+    this.#settings = context.settings;
   }
 
   async recover(): Promise<void> {
     const phase = this.#context.syncPhase();
     const records = await this.#namespaces.list();
     this.#indexes.count(records);
-    const { copiedBytes } = await this.#partitions.summary();
+    const rows = await this.#partitions.list();
+    const copiedBytes = rows.reduce((sum, row) => sum + row.copiedBytes, 0);
+    this.#trackNamespaces(records, rows);
     if (phase === 'copying') this.#beginCopy(records, copiedBytes);
     else if (phase !== 'planning') this.#finishCopy(copiedBytes);
+  }
+
+  onSettings(settings: SyncSettings): void {
+    this.#settings = settings;
+    this.#scheduler?.retune(settings.copyWorkers, settings.copy);
+  }
+
+  /** Per-collection figures from the namespace records and the partition table. */
+  #trackNamespaces(records: readonly NamespaceRecord[], rows: readonly PartitionRow[]): void {
+    const byNamespace = new Map<string, NamespaceCopy>();
+    for (const record of records) {
+      if (record.type !== 'collection') continue;
+      byNamespace.set(namespaceOf(record), { sourceBytes: record.sourceBytes, total: 0, done: 0, recordedBytes: 0, running: new Set() });
+    }
+    for (const row of rows) {
+      const entry = byNamespace.get(row.key.ns);
+      if (entry === undefined) continue;
+      entry.total++;
+      if (row.status === 'done') entry.done++;
+      entry.recordedBytes += row.copiedBytes;
+    }
+    this.#byNamespace = byNamespace;
+  }
+
+  /** The copy of each collection; bytes of running partitions read from their shared slots. */
+  #namespaceFigures(): NamespaceProgress[] {
+    const live = this.#live;
+    return [...this.#byNamespace].map(([namespace, entry]) => {
+      let copied = entry.recordedBytes;
+      if (live !== undefined) for (const slot of entry.running) copied += live.slotBytes(slot);
+      return {
+        namespace,
+        estimatedTotalBytes: Math.max(entry.sourceBytes, copied),
+        estimatedCopiedBytes: copied,
+        partitions: { total: entry.total, done: entry.done, inProgress: entry.running.size },
+      };
+    });
   }
 
   start(): Promise<PhaseOutcome> {
@@ -74,6 +132,7 @@ export class InitialCopy implements Phase {
     }
     const indexBuilding = this.#indexes.figures();
     if (indexBuilding !== undefined) figures.indexBuilding = indexBuilding;
+    if (this.#byNamespace.size > 0) figures.namespaces = this.#namespaceFigures();
     const counters = this.#live === undefined ? this.#copied : { bytes: this.#live.bytes, documents: this.#live.documents };
     return {
       ...(done ? {} : { info: 'collection copy' }),
@@ -111,8 +170,12 @@ export class InitialCopy implements Phase {
 
   /** Copies the unfinished partitions. */
   async #copy(records: readonly NamespaceRecord[]): Promise<PhaseOutcome> {
-    const { settings, logger, source, destination, store, histograms } = this.#context;
-    const [rows, summary] = await Promise.all([this.#partitions.unfinished(), this.#partitions.summary()]);
+    const { logger, source, destination, store, histograms } = this.#context;
+    const settings = this.#settings;
+    const all = await this.#partitions.list();
+    const rows = all.filter((row) => row.status !== 'done');
+    const summary = { total: all.length, done: all.length - rows.length, copiedBytes: all.reduce((sum, row) => sum + row.copiedBytes, 0) };
+    this.#trackNamespaces(records, all);
     this.#beginCopy(records, summary.copiedBytes);
     if (rows.length === 0) {
       this.#finishCopy(summary.copiedBytes);
@@ -121,6 +184,7 @@ export class InitialCopy implements Phase {
     const averageDocumentBytes = new Map(
       records.map((record) => [namespaceOf(record), record.sourceCount > 0 ? record.sourceBytes / record.sourceCount : 0]),
     );
+    const cappedNamespaces = new Set(records.filter((record) => record.sourceOptions.capped === true).map(namespaceOf));
     const pool = new CopyPool({
       sourceUri: source.endpoint.uri,
       destinationUri: destination.endpoint.uri,
@@ -138,8 +202,17 @@ export class InitialCopy implements Phase {
       partitions: this.#partitions,
       settings: settings.copy,
       averageDocumentBytes,
+      cappedNamespaces,
       histograms,
       logger,
+      onPartitionStart: (row, slot) => this.#byNamespace.get(row.key.ns)?.running.add(slot),
+      onPartitionDone: (row, outcome) => {
+        const entry = this.#byNamespace.get(row.key.ns);
+        if (entry === undefined) return;
+        entry.done++;
+        entry.recordedBytes += outcome.copiedBytes - row.copiedBytes;
+      },
+      onPartitionEnd: (row, slot) => this.#byNamespace.get(row.key.ns)?.running.delete(slot),
     });
     this.#scheduler = scheduler;
     let finished = false;

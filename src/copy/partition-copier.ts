@@ -48,7 +48,15 @@ export interface PartitionTask extends Pick<
 > {
   /** The collection's average document size, to size read batches. */
   averageDocumentBytes: number;
+  /**
+   * For a natural-order partition: false when the collection is not capped (read in natural order
+   * for `detectRandomId` or `copyInNaturalOrder`), so its batches need no order among themselves
+   * and go `batchesInFlight` at a time. Absent: taken as capped (one batch at a time, in order).
+   */
+  capped?: boolean;
   settings: CopySettings;
+  /** The shared counter slot this partition's bytes also go to (per-namespace progress). */
+  slot?: number;
 }
 
 export interface PartitionOutcome {
@@ -260,7 +268,8 @@ class PartitionRun {
    */
   async #issue(batch: RawBatch): Promise<void> {
     const batcher = this.#batcher;
-    const maxInFlight = this.#task.order === 'natural' ? 1 : this.#task.settings.batchesInFlight;
+    const inOrder = this.#task.order === 'natural' && this.#task.capped !== false;
+    const maxInFlight = inOrder ? 1 : this.#task.settings.batchesInFlight;
     while (this.#inFlight.size >= maxInFlight && this.#failure === undefined) {
       await Promise.race(this.#inFlight);
     }
@@ -280,7 +289,7 @@ class PartitionRun {
       () => {
         batcher.release(batch);
         histograms.record('copyWriteLatencyMs', performance.now() - started);
-        counters.add(bytes, batch.count);
+        counters.add(bytes, batch.count, this.#task.slot);
         if (this.#watermark.complete(sequence, mark) !== undefined) void this.#checkpoint(false);
       },
       (error: unknown) => {

@@ -15,7 +15,7 @@
 import { availableParallelism } from 'node:os';
 import { Piscina } from 'piscina';
 import type { PartitionTask } from './partition-copier.js';
-import { SharedCounters, StopFlag } from './shared-state.js';
+import { COUNTER_SLOTS, SharedCounters, StopFlag } from './shared-state.js';
 import type { CopyWorkerData, PartitionTaskResult } from './worker-task.js';
 
 /** The compiled worker entry point (dist/workers/copy-partition.js, from dist/src/copy/pool.js). */
@@ -60,7 +60,9 @@ export class CopyPool {
       filename: COPY_WORKER_URL.href,
       minThreads: this.threads,
       maxThreads: this.threads,
-      concurrentTasksPerWorker: Math.ceil(this.partitions / this.threads),
+      // The scheduler bounds how many run (and may raise it live, up to --copyWorkers' maximum):
+      // the pool only spreads them over its threads, least busy first.
+      concurrentTasksPerWorker: Math.ceil(COUNTER_SLOTS / this.threads),
       idleTimeout: 60_000,
       atomics: 'disabled',
       workerData,

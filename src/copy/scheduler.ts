@@ -3,6 +3,12 @@
  * at a time, and records each: `in progress` (attempt counted) before a worker starts on it,
  * `done` with its final position when it returns. Workers' histogram values are recorded here.
  *
+ * How many partitions run at once (`--copyWorkers`) and how each is copied (`--batchBytes`,
+ * `--batchesInFlight`) may change while it runs (`retune`, on SIGHUP): more lanes start at once,
+ * fewer take effect as running partitions finish; the copy settings apply from the next partition.
+ * Each running partition has a slot (0 … copyWorkers-1) whose shared counter says what it has
+ * written so far, for per-namespace progress.
+ *
  * `stop()` raises the shared stop flag: no new partition starts, and each running one finishes its
  * in-flight writes, checkpoints and returns. The first partition that fails stops the others the
  * same way, and `run` then rejects with `PartitionCopyFailed` naming it.
@@ -21,20 +27,51 @@ export interface SchedulerOptions {
   settings: CopySettings;
   /** Average document size of each namespace (`db.coll`), to size read batches. */
   averageDocumentBytes: ReadonlyMap<string, number>;
+  /** Capped collections (`db.coll`): their natural-order partition writes one batch at a time. */
+  cappedNamespaces?: ReadonlySet<string>;
   /** Where the values workers record for the histograms go. */
   histograms: HistogramSet;
   logger: Logger;
+  /** Called when a partition is about to be copied in `slot`. */
+  onPartitionStart?: (row: PartitionRow, slot: number) => void;
   /** Called after each partition is recorded done. */
   onPartitionDone?: (row: PartitionRow, outcome: PartitionOutcome) => void;
+  /** Called when a partition's run ends, however it ended (after `onPartitionDone` when done). */
+  onPartitionEnd?: (row: PartitionRow, slot: number) => void;
 }
 
 export class CopyScheduler {
   readonly #options: SchedulerOptions;
+  #settings: CopySettings;
+  /** Partitions wanted at once (`--copyWorkers`). */
+  #wanted: number;
   #stopping = false;
   #warnedPath: WritePath | undefined;
+  /** What `run` is working through, while it runs. */
+  #queue: PartitionRow[] = [];
+  #lanes = new Set<Promise<void>>();
+  /** Lanes that have not decided to end (counted at once, unlike `#lanes`, which settle later). */
+  #active = 0;
+  /** Slots of the lanes running now. */
+  #busySlots = new Set<number>();
+  #failure: PartitionCopyFailed | undefined;
 
   constructor(options: SchedulerOptions) {
     this.#options = options;
+    this.#settings = options.settings;
+    this.#wanted = Math.max(1, options.pool.partitions);
+  }
+
+  /** Partitions being copied now. */
+  get running(): number {
+    return this.#busySlots.size;
+  }
+
+  /** Partitions copied at once from now on, and how the next ones are copied. */
+  retune(partitionsAtOnce: number, settings: CopySettings): void {
+    this.#settings = settings;
+    this.#wanted = Math.max(1, partitionsAtOnce);
+    this.#fill();
   }
 
   /** Asks running partitions to checkpoint and return, and starts no more. */
@@ -45,30 +82,56 @@ export class CopyScheduler {
 
   /** Copies the given partitions; resolves `done` when all are, `stopped` when stopped first. */
   async run(rows: readonly PartitionRow[]): Promise<'done' | 'stopped'> {
-    const queue = [...rows];
-    let failure: PartitionCopyFailed | undefined;
-    const lane = async (): Promise<void> => {
-      for (let row = queue.shift(); row !== undefined && !this.#stopping; row = queue.shift()) {
+    this.#queue = [...rows];
+    this.#failure = undefined;
+    this.#fill();
+    // Lanes may be added while others run (retune): wait until none is left.
+    while (this.#lanes.size > 0) await Promise.race(this.#lanes);
+    if (this.#failure !== undefined) throw this.#failure;
+    return this.#stopping ? 'stopped' : 'done';
+  }
+
+  /** Starts lanes until `#wanted` run (or nothing is left to start). */
+  #fill(): void {
+    while (this.#active < this.#wanted && this.#queue.length > 0 && !this.#stopping) {
+      this.#active++;
+      const lane: Promise<void> = this.#lane().finally(() => this.#lanes.delete(lane));
+      this.#lanes.add(lane);
+    }
+  }
+
+  /** Takes partitions one after another until none is left, it is stopped, or it is one lane too many. */
+  async #lane(): Promise<void> {
+    let slot = 0;
+    while (this.#busySlots.has(slot)) slot++;
+    this.#busySlots.add(slot);
+    try {
+      for (let row = this.#queue.shift(); row !== undefined && !this.#stopping; row = this.#queue.shift()) {
         try {
-          await this.#copy(row);
+          await this.#copy(row, slot);
         } catch (error) {
-          failure ??= new PartitionCopyFailed(
+          this.#failure ??= new PartitionCopyFailed(
             { partition: row.key.index, ns: row.key.ns, reason: (error as Error).message },
             { cause: error },
           );
           this.stop();
+        } finally {
+          this.#options.onPartitionEnd?.(row, slot);
         }
+        // Fewer lanes wanted (retune): this one ends once its partition is done.
+        if (this.#stopping || this.#active > this.#wanted) return;
       }
-    };
-    const lanes = Math.max(1, Math.min(this.#options.pool.partitions, queue.length));
-    await Promise.all(Array.from({ length: lanes }, lane));
-    if (failure !== undefined) throw failure;
-    return this.#stopping ? 'stopped' : 'done';
+    } finally {
+      this.#active--;
+      this.#busySlots.delete(slot);
+    }
   }
 
-  async #copy(row: PartitionRow): Promise<void> {
+  async #copy(row: PartitionRow, slot: number): Promise<void> {
     const { partitions, pool, histograms, logger } = this.#options;
     await partitions.start(row);
+    pool.counters.resetSlot(slot);
+    this.#options.onPartitionStart?.(row, slot);
     const task: PartitionTask = {
       key: row.key,
       db: row.db,
@@ -79,16 +142,19 @@ export class CopyScheduler {
       copiedDocs: row.copiedDocs,
       copiedBytes: row.copiedBytes,
       averageDocumentBytes: this.#options.averageDocumentBytes.get(row.key.ns) ?? 0,
-      settings: this.#options.settings,
+      settings: this.#settings,
+      slot,
     };
+    const capped = this.#options.cappedNamespaces;
+    if (row.order === 'natural' && capped !== undefined) task.capped = capped.has(row.key.ns);
     if (row.lastId !== undefined) task.lastId = row.lastId;
     logger.debug({ ns: row.key.ns, partition: row.key.index, resumedAfter: row.lastId }, 'Copying partition');
     const { outcome, samples } = await pool.run(task);
     histograms.recordSamples(samples);
-    if (outcome.writePath !== this.#options.settings.writePath && this.#warnedPath === undefined) {
+    if (outcome.writePath !== this.#settings.writePath && this.#warnedPath === undefined) {
       this.#warnedPath = outcome.writePath;
       logger.warn(
-        { wanted: this.#options.settings.writePath, used: outcome.writePath },
+        { wanted: this.#settings.writePath, used: outcome.writePath },
         'The raw write path is not available with this driver; documents are decoded and re-encoded',
       );
     }

@@ -7,20 +7,36 @@
 
 const BYTES = 0;
 const DOCUMENTS = 1;
+/** Slots for the partitions copied at once (`--copyWorkers` is at most 256). */
+export const COUNTER_SLOTS = 256;
 
-/** Bytes and documents written by this process's copy workers (all threads summed). */
+/**
+ * Bytes and documents written by this process's copy workers (all threads summed), and the bytes
+ * written by the partition running in each slot (per-namespace progress; the scheduler gives each
+ * running partition a slot and clears it first).
+ */
 export class SharedCounters {
   readonly buffer: SharedArrayBuffer;
   readonly #values: BigInt64Array;
 
-  constructor(buffer: SharedArrayBuffer = new SharedArrayBuffer(2 * BigInt64Array.BYTES_PER_ELEMENT)) {
+  constructor(buffer: SharedArrayBuffer = new SharedArrayBuffer((2 + COUNTER_SLOTS) * BigInt64Array.BYTES_PER_ELEMENT)) {
     this.buffer = buffer;
     this.#values = new BigInt64Array(buffer);
   }
 
-  add(bytes: number, documents: number): void {
+  add(bytes: number, documents: number, slot?: number): void {
     Atomics.add(this.#values, BYTES, BigInt(bytes));
     Atomics.add(this.#values, DOCUMENTS, BigInt(documents));
+    if (slot !== undefined && slot >= 0 && slot < this.#values.length - 2) Atomics.add(this.#values, 2 + slot, BigInt(bytes));
+  }
+
+  /** Bytes written by the partition in `slot` since it was cleared. */
+  slotBytes(slot: number): number {
+    return Number(Atomics.load(this.#values, 2 + slot));
+  }
+
+  resetSlot(slot: number): void {
+    if (slot >= 0 && slot < this.#values.length - 2) Atomics.store(this.#values, 2 + slot, 0n);
   }
 
   get bytes(): number {

@@ -33,9 +33,15 @@ export const SYSTEM_DATABASES: readonly string[] = Object.freeze(['admin', 'loca
 /** Collections whose names start with this belong to the server and are never synced. */
 export const SYSTEM_COLLECTION_PREFIX = 'system.';
 
+/**
+ * Databases MongoDB Atlas keeps for its own use start with this: never synced, and never in the
+ * way of an empty destination (mongosync ignores them too, since 1.18).
+ */
+export const ATLAS_INTERNAL_PREFIX = '__mdb_internal';
+
 /** Whether a database is never synced whatever the filters say. */
 export function isReservedDatabase(db: string): boolean {
-  return db === METADATA_DATABASE || SYSTEM_DATABASES.includes(db);
+  return db === METADATA_DATABASE || SYSTEM_DATABASES.includes(db) || db.startsWith(ATLAS_INTERNAL_PREFIX);
 }
 
 /** Whether a collection is never synced whatever the filters say. */

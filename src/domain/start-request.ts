@@ -50,6 +50,13 @@ export interface ShardingConfig {
   shardingEntries: ShardingEntry[];
 }
 
+/** One element of `copyInNaturalOrder`: a database (`"."`: every database) and, optionally, some of its collections. */
+export interface NaturalOrderEntry {
+  database: string;
+  /** Collections of that database; all of them when absent. */
+  collections?: string[];
+}
+
 /** A validated start request with every default filled in. */
 export interface StartRequest {
   source: ClusterName;
@@ -64,6 +71,28 @@ export interface StartRequest {
   sharding?: ShardingConfig;
   /** Embedded verification; default enabled. */
   verification: { enabled: boolean };
+  /**
+   * mongosync's: collections of at least 20 GiB (FERRY_RANDOM_ID_MIN_BYTES) whose `_id`s are
+   * random are copied in natural order. Default true. (Absent in records of older syncs: true.)
+   */
+  detectRandomId?: boolean;
+  /** mongosync's: collections copied in natural order rather than by `_id` ranges. */
+  copyInNaturalOrder?: NaturalOrderEntry[];
+  /**
+   * mongosync's: the destination may hold other namespaces (the selected ones must not exist
+   * there); needs a namespace filter, blocks no writes, copies no views, cannot be reversible.
+   * Default false: the destination must hold no namespace at all.
+   */
+  preExistingDestinationData?: boolean;
+  /** mongosync's: skip the check that the destination has the disk space the copy needs. Default false. */
+  skipDiskSpaceCheck?: boolean;
+}
+
+/** Whether `copyInNaturalOrder` names `db.coll`. */
+export function copiedInNaturalOrder(request: StartRequest, db: string, coll: string): boolean {
+  return (request.copyInNaturalOrder ?? []).some(
+    (entry) => (entry.database === '.' || entry.database === db) && (entry.collections === undefined || entry.collections.includes(coll)),
+  );
 }
 
 /**

@@ -24,6 +24,17 @@ export type SyncEvent =
   /** The sync stopped on an error it cannot get past by itself. RUNNING → PAUSED. */
   | { type: 'failed'; error: Error };
 
+/** How the initial copy of one collection stands (the status page's per-namespace progress). */
+export interface NamespaceProgress {
+  /** `db.coll` */
+  namespace: string;
+  /** The source collection's size when planned (raised to the bytes copied if the copy overtakes it). */
+  estimatedTotalBytes: number;
+  /** Bytes copied: recorded by finished and checkpointed partitions, plus what running ones wrote since. */
+  estimatedCopiedBytes: number;
+  partitions: { total: number; done: number; inProgress: number };
+}
+
 /** In-memory figures for progress. Must be cheap: progress calls it on every request. */
 export interface SyncSnapshot {
   /** What the sync is doing (`collection copy`, `change event application`, ...); null when nothing. */
@@ -41,6 +52,17 @@ export interface SyncSnapshot {
   readyToCommit: boolean;
   /** Conditions an operator should know about (they do not stop the sync). */
   warnings: string[];
+  /** The initial copy, collection by collection; undefined before planning recorded them. */
+  namespaces?: NamespaceProgress[];
+  /**
+   * Seconds of source oplog left before the oldest change event still needed rolls off, while
+   * change-event application runs: `seconds` undefined until first read (Infinity: no end in sight).
+   */
+  oplogTimeRemaining?: { seconds?: number };
+  /** Last `ping` round trip to each cluster in ms, -1 when the last ping failed; absent before the first. */
+  pingLatencyMs?: { source?: number; destination?: number };
+  /** The live-tunable figures in force. */
+  tuning?: { loadLevel: number; copyWorkers: number; batchesInFlight: number; applyLanes: number; batchBytes: number };
 }
 
 export interface SyncControl {

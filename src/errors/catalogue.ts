@@ -68,7 +68,16 @@ sync from {cluster} into an empty cluster`,
   DestinationNotEmpty: {
     status: 422,
     message: '{detail}',
-    when: 'a selected namespace already holds documents on the destination (the description names them)',
+    when:
+      'the destination holds namespaces (without `preExistingDestinationData`: any; with it: a selected one), ' +
+      'as mongosync refuses them (the description names them)',
+  },
+  InsufficientDestinationDiskSpace: {
+    status: 422,
+    message: '{detail}',
+    when:
+      "mongosync's: the destination's free disk space is less than the selected collections and their indexes take on " +
+      'the source (`skipDiskSpaceCheck: true` skips the check)',
   },
   InsufficientPrivileges: {
     status: 422,

@@ -8,7 +8,8 @@
  * → `copying` → `buildingIndexes` (only when indexes are built after the copy) → `copied` (the
  * initial copy is complete; only change-event application remains).
  */
-import type { Timestamp } from 'bson';
+import { EJSON, type Timestamp } from 'bson';
+import type { HotDocuments } from '../domain/hot-documents.js';
 import type { StartRequest } from '../domain/start-request.js';
 import type { RecoverableState, SyncPhase } from '../domain/states.js';
 import { InstanceCollection, storedNumber, type MetadataStore } from './store.js';
@@ -32,6 +33,11 @@ export interface ResumeDocument {
   startAtOperationTime: Timestamp;
   /** True once every selected namespace has its record (the catalog snapshot is complete). */
   catalogRecorded: boolean;
+  /**
+   * `--hotDocIDs` of every run of this sync so far: their events were not applied, so the commit
+   * must copy them even if a later run is started without the flag (added to, never removed).
+   */
+  hotDocuments?: HotDocuments[];
   /**
    * How many times the sync has been reversed: 0 for the sync `start` began, n + 1 for the sync
    * that reverses sync n (its metadata lives on its own destination, the other cluster). Where
@@ -127,6 +133,37 @@ export class ResumeStore extends InstanceCollection<ResumeDocument> {
         ? { $set: { state, updatedAt: new Date() }, $unset: { lastError: '' as const } }
         : { $set: { state, lastError, updatedAt: new Date() } };
     await this.collection.updateOne({ _id: this.instance }, update);
+  }
+
+  /**
+   * Adds `more` to the recorded hot documents and returns them all, `_id`s with their BSON types
+   * (a 64-bit integer stays one).
+   */
+  async addHotDocuments(more: readonly HotDocuments[]): Promise<HotDocuments[]> {
+    const doc = await this.collection.findOne(
+      { _id: this.instance },
+      { projection: { hotDocuments: 1 }, promoteLongs: false, promoteValues: false, bsonRegExp: true },
+    );
+    const recorded = [...((doc?.hotDocuments ?? []) as HotDocuments[])];
+    let added = false;
+    for (const entry of more) {
+      let target = recorded.find((known) => known.db === entry.db && known.coll === entry.coll);
+      if (target === undefined) recorded.push((target = { db: entry.db, coll: entry.coll, ids: [] }));
+      const known = new Set(target.ids.map((id) => EJSON.stringify(id, { relaxed: false })));
+      for (const id of entry.ids) {
+        if (known.has(EJSON.stringify(id, { relaxed: false }))) continue;
+        target.ids.push(id);
+        added = true;
+      }
+    }
+    if (added) {
+      await this.collection.updateOne(
+        { _id: this.instance },
+        { $set: { hotDocuments: recorded, updatedAt: new Date() } },
+        { writeConcern: MAJORITY },
+      );
+    }
+    return recorded;
   }
 
   async markCatalogRecorded(): Promise<void> {

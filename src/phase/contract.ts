@@ -46,7 +46,9 @@ export interface PhaseStatus {
   /** Whether, as far as this phase goes, a commit could succeed now; absent when it has no say. */
   readyToCommit?: boolean;
   /** Progress figures it owns; a later phase's figure replaces an earlier one's. */
-  figures?: Partial<Pick<SyncSnapshot, 'estimatedTotalBytes' | 'estimatedCopiedBytes' | 'indexBuilding' | 'lag'>>;
+  figures?: Partial<
+    Pick<SyncSnapshot, 'estimatedTotalBytes' | 'estimatedCopiedBytes' | 'indexBuilding' | 'lag' | 'namespaces' | 'oplogTimeRemaining'>
+  >;
   /** Work done by this phase instance, for `/metrics` and progress (summed over phases and runs). */
   counters?: Partial<CounterValues>;
 }
@@ -64,6 +66,11 @@ export interface Phase {
   status(): PhaseStatus;
   /** The sync's initial copy entered `phase` (recorded before this is called). */
   onSyncPhase?(phase: SyncPhase): void;
+  /**
+   * The operator changed live settings (SIGHUP): apply them at the next safe point (partition,
+   * batch). The context's `settings` keeps what the run started with; this is the only news.
+   */
+  onSettings?(settings: SyncSettings): void;
 }
 
 /** Change-event application: a phase that runs alongside the others from T0 until commit. */

@@ -11,6 +11,7 @@ import { isNamespaceNotFound } from '../cluster/errors.js';
 import { PLANNING_CHUNK, PLANNING_PARALLELISM } from '../config/settings.js';
 import { indexBuildTime } from '../domain/catalog.js';
 import { namespaceOf } from '../domain/namespaces.js';
+import { copiedInNaturalOrder } from '../domain/start-request.js';
 import { NamespaceRecords, type NamespaceRecord } from '../meta/namespaces.js';
 import { PartitionTable } from '../meta/partitions.js';
 import { ResumeStore } from '../meta/resume.js';
@@ -61,7 +62,15 @@ export class Planning implements Phase {
     const { source, destination, request, settings, logger, resume } = this.#context;
     const buildTime = indexBuildTime(request.buildIndexes);
     if (!resume.catalogRecorded) {
-      const catalog = await readSourceCatalog(source.client, selectorFor(request), logger);
+      const read = await readSourceCatalog(source.client, selectorFor(request), logger);
+      // mongosync migrates no view into a destination that has data of its own.
+      const catalog = request.preExistingDestinationData === true ? read.filter((ns) => ns.type !== 'view') : read;
+      if (catalog.length < read.length) {
+        logger.warn(
+          { views: read.length - catalog.length },
+          'Views are not synced with preExistingDestinationData: create them on the destination after the cut-over',
+        );
+      }
       // A crash may have left part of an earlier snapshot: start it over.
       await this.#partitions.deleteAll();
       await this.#namespaces.replaceAll(catalog.map((ns) => namespaceRecord(ns, buildTime, request)));
@@ -108,10 +117,16 @@ export class Planning implements Phase {
   /** Measures, samples and splits collections into partitions (several at once); records their plans together. */
   async #partitionChunk(chunk: readonly NamespaceRecord[], partitionBytes: number): Promise<void> {
     const { source, logger } = this.#context;
+    const { request, settings } = this.#context;
     const planned: { record: NamespaceRecord; plan: CollectionCopyPlan }[] = [];
     await forEachBounded(chunk, PLANNING_PARALLELISM, async (record) => {
       const collection = source.client.db(record.db).collection(record.coll);
-      const plan = await planCollectionCopy(collection, record.sourceOptions, partitionBytes).catch((error: unknown) => {
+      const natural = {
+        asked: copiedInNaturalOrder(request, record.db, record.coll),
+        detectRandomId: request.detectRandomId !== false,
+        randomIdMinBytes: settings.randomIdMinBytes,
+      };
+      const plan = await planCollectionCopy(collection, record.sourceOptions, partitionBytes, natural).catch((error: unknown) => {
         if (!isNamespaceNotFound(error)) throw error;
         // Dropped or renamed since the catalog was read (after T0): nothing to copy; change-event application replays it.
         logger.info(
@@ -121,6 +136,13 @@ export class Planning implements Phase {
         return { stats: { count: 0, size: 0 }, partitions: [] };
       });
       planned.push({ record, plan });
+      if (plan.partitions[0]?.order === 'natural' && record.sourceOptions.capped !== true) {
+        logger.info(
+          { ns: namespaceOf(record), bytes: plan.stats.size, asked: natural.asked },
+          `${namespaceOf(record)} will be copied in natural order ` +
+            `(${natural.asked ? 'copyInNaturalOrder' : 'detectRandomId: its _ids are random'})`,
+        );
+      }
       logger.debug({ ns: namespaceOf(record), partitions: plan.partitions.length, bytes: plan.stats.size }, 'Collection planned');
     });
     await this.#partitions.writePlans(planned.map(({ record, plan }) => ({ ns: record, partitions: plan.partitions })));

@@ -1,11 +1,19 @@
 /**
  * Checks, before a sync starts, that the two clusters can serve the start request. Read-only:
  * `hello` (reachability and kind of cluster: `msg: "isdbgrid"` is a mongos, `setName` a replica
- * set member), `listDatabases`, `listCollections` and a one-document `find` per selected
- * namespace on the destination. Fails with the first problem found, as a named FerryError.
+ * set member), `listDatabases` and `listCollections` on the destination, and, unless
+ * `skipDiskSpaceCheck`, `collStats` of the selected source collections and `dbStats` on the
+ * destination. Fails with the first problem found, as a named FerryError.
+ *
+ * The destination rule is mongosync's: without `preExistingDestinationData` the destination must
+ * hold no namespace at all (a collection or view in any database but admin, local, config and
+ * Ferry's metadata), even an empty one; with it, none of the namespaces the sync selects may exist
+ * there (other data may).
  */
 import type { MongoClient } from 'mongodb';
 import { hello, listDatabaseNames, serverVersion, shardCount, topologyOf, type Topology } from '../cluster/commands.js';
+import { collectionFootprint, freeDiskBytes } from '../cluster/monitoring.js';
+import { isReservedCollection, isReservedDatabase } from '../domain/namespaces.js';
 import { connect } from '../cluster/connect.js';
 import { asClusterError } from '../cluster/errors.js';
 import { nameCluster, type ClusterEndpoint, type ClusterName } from '../domain/clusters.js';
@@ -13,6 +21,7 @@ import type { StartRequest } from '../domain/start-request.js';
 import {
   ChangeStreamsUnavailable,
   DestinationNotEmpty,
+  InsufficientDestinationDiskSpace,
   ReversibleNotSupported,
   ShardingNotAllowed,
   ShardingRequired,
@@ -126,28 +135,89 @@ async function reversibleFacts(endpoint: ClusterEndpoint, client: MongoClient, t
   return { topology, version, shards: await ask(endpoint, 'listShards', () => shardCount(client)) };
 }
 
-/** Namespaces the request selects that already hold a document on the destination. */
-async function occupiedNamespaces(client: MongoClient, endpoint: ClusterEndpoint, request: StartRequest): Promise<string[]> {
-  const selector = createNamespaceSelector(request.includeNamespaces, request.excludeNamespaces);
+/**
+ * Namespaces on a cluster (collections and views, not system ones), those `selects` keeps.
+ * `listCollections` with `nameOnly` (no locks taken) in each database but the reserved ones.
+ */
+async function namespacesOn(
+  client: MongoClient,
+  endpoint: ClusterEndpoint,
+  selects: (db: string, coll: string) => boolean,
+  onlyCollections = false,
+): Promise<string[]> {
   const databases = await ask(endpoint, 'listDatabases', () => listDatabaseNames(client));
-  const occupied: string[] = [];
+  const found: string[] = [];
   for (const db of databases) {
-    if (!selector.selectsDatabase(db)) continue;
-    const collections = await ask(endpoint, `listCollections on ${db}`, () =>
-      client.db(db).listCollections({ type: 'collection' }, { nameOnly: true }).toArray(),
+    if (isReservedDatabase(db)) continue;
+    const entries = await ask(endpoint, `listCollections on ${db}`, () =>
+      client
+        .db(db)
+        .listCollections(onlyCollections ? { type: 'collection' } : {}, { nameOnly: true })
+        .toArray(),
     );
-    for (const { name: coll } of collections) {
-      if (!selector.selects(db, coll)) continue;
-      const found = await ask(endpoint, `find on ${db}.${coll}`, () =>
-        client
-          .db(db)
-          .collection(coll)
-          .findOne({}, { projection: { _id: 1 } }),
-      );
-      if (found !== null) occupied.push(`${db}.${coll}`);
-    }
+    for (const { name } of entries) if (!isReservedCollection(name) && selects(db, name)) found.push(`${db}.${name}`);
   }
-  return occupied;
+  return found.sort();
+}
+
+function named(namespaces: string[]): string {
+  const shown = namespaces.slice(0, NAMESPACES_NAMED).join(', ');
+  return namespaces.length > NAMESPACES_NAMED ? `${shown} and ${namespaces.length - NAMESPACES_NAMED} more` : shown;
+}
+
+/** mongosync's destination rule (see the module comment). */
+async function checkDestinationEmpty(client: MongoClient, endpoint: ClusterEndpoint, request: StartRequest): Promise<void> {
+  if (request.preExistingDestinationData === true) {
+    const selector = createNamespaceSelector(request.includeNamespaces, request.excludeNamespaces);
+    const conflicting = await namespacesOn(client, endpoint, (db, coll) => selector.selects(db, coll));
+    if (conflicting.length > 0) {
+      throw new DestinationNotEmpty(
+        `destination ${describe(endpoint)} already has ${conflicting.length} of the namespace(s) this sync selects: ` +
+          `${named(conflicting)}; with preExistingDestinationData the selected namespaces must not exist there ` +
+          '(drop them or filter them out)',
+      );
+    }
+    return;
+  }
+  const existing = await namespacesOn(client, endpoint, () => true);
+  if (existing.length > 0) {
+    throw new DestinationNotEmpty(
+      `destination ${describe(endpoint)} is not empty: it has ${existing.length} namespace(s): ${named(existing)}; ` +
+        'mongosync (and Ferry) sync only into an empty cluster: drop them, or start with preExistingDestinationData: true ' +
+        'and a namespace filter that leaves them out',
+    );
+  }
+}
+
+/**
+ * mongosync's disk space check: the selected source collections with their indexes must fit in
+ * the free space of the destination's volume. Skipped when the destination does not say how much
+ * is free (dbStats without fsTotalSize).
+ */
+async function checkDiskSpace(
+  source: { client: MongoClient; endpoint: ClusterEndpoint },
+  destination: { client: MongoClient; endpoint: ClusterEndpoint },
+  request: StartRequest,
+): Promise<void> {
+  const free = await ask(destination.endpoint, 'dbStats (free disk space)', () => freeDiskBytes(destination.client));
+  if (free === undefined) return;
+  const selector = createNamespaceSelector(request.includeNamespaces, request.excludeNamespaces);
+  const selected = await namespacesOn(source.client, source.endpoint, (db, coll) => selector.selects(db, coll), true);
+  let needed = 0;
+  for (const ns of selected) {
+    const dot = ns.indexOf('.');
+    needed += await ask(source.endpoint, `collStats on ${ns}`, () =>
+      collectionFootprint(source.client, ns.slice(0, dot), ns.slice(dot + 1)),
+    );
+  }
+  if (needed > free) {
+    const gib = (bytes: number) => `${(bytes / 1024 ** 3).toFixed(2)} GiB`;
+    throw new InsufficientDestinationDiskSpace(
+      `destination ${describe(destination.endpoint)} has ${gib(free)} free, and the ${selected.length} selected collection(s) ` +
+        `take ${gib(needed)} with their indexes on the source; free space there, or start with skipDiskSpaceCheck: true ` +
+        'if its file system does not show the space it really has',
+    );
+  }
 }
 
 /** Checks everything; throws the first problem as a FerryError. Never writes. */
@@ -169,14 +239,9 @@ export async function runPreflight(request: StartRequest, options: PreflightOpti
       checkReversible(request, { source: sourceFacts, destination: destinationFacts }, options.clusters);
     }
 
-    const occupied = await occupiedNamespaces(destinationClient, destination, request);
-    if (occupied.length > 0) {
-      const named = occupied.slice(0, NAMESPACES_NAMED).join(', ');
-      const more = occupied.length > NAMESPACES_NAMED ? ` and ${occupied.length - NAMESPACES_NAMED} more` : '';
-      throw new DestinationNotEmpty(
-        `destination ${describe(destination)} already holds documents in ${occupied.length} ` +
-          `selected namespace(s): ${named}${more}; drop them or exclude them from the sync`,
-      );
+    await checkDestinationEmpty(destinationClient, destination, request);
+    if (request.skipDiskSpaceCheck !== true) {
+      await checkDiskSpace({ client: sourceClient, endpoint: source }, { client: destinationClient, endpoint: destination }, request);
     }
   } finally {
     await Promise.allSettled([sourceClient.close(), destinationClient.close()]);

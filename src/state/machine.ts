@@ -6,6 +6,7 @@
  */
 import type { Logger } from '../log/logger.js';
 import { buildProgress, type Progress } from './progress.js';
+import type { ProgressHistory } from './history.js';
 import { reversedRequest, type StartRequest } from '../domain/start-request.js';
 import type { ClusterEndpoint } from '../domain/clusters.js';
 import { redactUris } from '../domain/credentials.js';
@@ -20,11 +21,21 @@ export interface StateMachineOptions {
   /** This instance's id (`mongosyncID`). */
   id: string;
   logger: Logger;
+  /** Recent progress, for `estimatedSecondsToCEACatchup` (the daemon samples it). */
+  history?: ProgressHistory;
+}
+
+/** One change of state, when it happened (the status page's timeline). */
+export interface StateChange {
+  state: State;
+  at: Date;
 }
 
 export class StateMachine {
   #state: State = 'INITIALIZING';
   #request: StartRequest | undefined;
+  /** The states this process has been in, with when each began. */
+  readonly #timeline: StateChange[] = [{ state: 'INITIALIZING', at: new Date() }];
   /** Why the sync stopped by itself, shown in progress until it runs again. */
   #failure: string | undefined;
   #queue: Promise<unknown> = Promise.resolve();
@@ -51,6 +62,16 @@ export class StateMachine {
     return this.#state;
   }
 
+  /** The sync's start request in its current direction; undefined in IDLE. */
+  get request(): StartRequest | undefined {
+    return this.#request;
+  }
+
+  /** The states this process has been in, oldest first, with when each began. */
+  timeline(): StateChange[] {
+    return this.#timeline.map((change) => ({ ...change }));
+  }
+
   /** The progress record; in-memory only, never waits (not even for the queue). */
   progress(): Progress {
     return buildProgress({
@@ -60,6 +81,9 @@ export class StateMachine {
       id: this.#options.id,
       snapshot: this.#sync.snapshot(),
       warnings: this.#failure === undefined ? [] : [this.#failure],
+      ...(this.#options.history === undefined
+        ? {}
+        : { catchUpSeconds: (lag: number | null) => this.#options.history!.catchUpSeconds(Date.now(), lag) }),
     });
   }
 
@@ -200,6 +224,7 @@ export class StateMachine {
     }
     this.#logger.info({ from: this.#state, to: next }, `State ${this.#state} → ${next}`);
     this.#state = next;
+    this.#timeline.push({ state: next, at: new Date() });
   }
 
   #serialize<T>(task: () => Promise<T> | T): Promise<T> {

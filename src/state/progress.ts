@@ -2,6 +2,8 @@ import { describeCluster, type ClusterEndpoint } from '../domain/clusters.js';
 import type { StartRequest } from '../domain/start-request.js';
 import type { SyncSnapshot } from '../domain/sync-control.js';
 import type { State } from '../domain/states.js';
+import { blocksSource } from '../domain/start-request.js';
+import { describeOplogTime } from '../domain/oplog-time.js';
 /**
  * The progress record of `GET /api/v1/progress`, built from in-memory state only, following the
  * spec's rules (§2.1): in IDLE every field but `state` and `canCommit` is null; in PAUSED
@@ -24,6 +26,18 @@ export interface Progress {
   mongosyncID: string | null;
   coordinatorID: string | null;
   warnings: string[] | null;
+  /**
+   * mongosync's: seconds until change-event application catches up, from how fast the lag fell
+   * over the last minute; null when the copy still runs, or the lag did not fall.
+   */
+  estimatedSecondsToCEACatchup: number | null;
+  /** mongosync's: how much source oplog is left before what Ferry still needs rolls off (RUNNING only, else null). */
+  estimatedOplogTimeRemaining: string | null;
+  /** mongosync's: the last ping round trip in whole ms (absent below 1 ms or before the first; -1: it failed). */
+  source: { pingLatencyMs?: number } | null;
+  destination: { pingLatencyMs?: number } | null;
+  /** Ferry's: the live-tunable figures in force (SIGHUP changes them). */
+  tuning: SyncSnapshot['tuning'] | null;
 }
 
 export interface ProgressInputs {
@@ -35,6 +49,8 @@ export interface ProgressInputs {
   snapshot: SyncSnapshot;
   /** Warnings the state machine itself holds (e.g. why the sync paused). */
   warnings: string[];
+  /** `estimatedSecondsToCEACatchup` as the progress history estimates it (history.ts). */
+  catchUpSeconds?: (lagSeconds: number | null) => number | undefined;
 }
 
 const NOTHING_YET = {
@@ -49,6 +65,11 @@ const NOTHING_YET = {
   mongosyncID: null,
   coordinatorID: null,
   warnings: null,
+  estimatedSecondsToCEACatchup: null,
+  estimatedOplogTimeRemaining: null,
+  source: null,
+  destination: null,
+  tuning: null,
 } as const;
 
 function wholeNonNegative(value: number | undefined): number {
@@ -84,6 +105,23 @@ function lag(state: State, snapshot: SyncSnapshot): Progress['lag'] {
   };
 }
 
+/** mongosync's ping figure: whole milliseconds, absent below 1 ms or before a ping returned, -1 when it failed. */
+function ping(latency: number | undefined): { pingLatencyMs?: number } {
+  if (latency === undefined) return {};
+  if (latency < 0) return { pingLatencyMs: -1 };
+  return latency < 1 ? {} : { pingLatencyMs: Math.round(latency) };
+}
+
+/** What the operator must know that no phase says: the source still refusing writes after the commit. */
+function stateWarnings(state: State, request: StartRequest, clusters: ProgressInputs['clusters']): string[] {
+  if ((state !== 'COMMITTING' && state !== 'COMMITTED') || !blocksSource(request.enableUserWriteBlocking)) return [];
+  return [
+    `User writes are blocked on the source (${describeCluster(clusters[request.source])}) since the commit began ` +
+      '(enableUserWriteBlocking "sourceAndDestination"), and stay blocked: the application belongs on the destination now. ' +
+      'To let the source take writes again: db.adminCommand({setUserWriteBlockMode: 1, global: false})',
+  ];
+}
+
 export function buildProgress(inputs: ProgressInputs): Progress {
   const { state, request, snapshot } = inputs;
   if (state === 'IDLE' || state === 'INITIALIZING' || request === undefined) {
@@ -106,6 +144,14 @@ export function buildProgress(inputs: ProgressInputs): Progress {
     },
     mongosyncID: inputs.id,
     coordinatorID: inputs.id,
-    warnings: [...inputs.warnings, ...snapshot.warnings],
+    warnings: [...inputs.warnings, ...snapshot.warnings, ...stateWarnings(state, request, inputs.clusters)],
+    estimatedSecondsToCEACatchup:
+      state === 'RUNNING' && snapshot.info === 'change event application' && currentLag !== null
+        ? (inputs.catchUpSeconds?.(currentLag.overallLagSeconds) ?? null)
+        : null,
+    estimatedOplogTimeRemaining: state === 'RUNNING' ? describeOplogTime(snapshot.oplogTimeRemaining?.seconds) : null,
+    source: ping(snapshot.pingLatencyMs?.source),
+    destination: ping(snapshot.pingLatencyMs?.destination),
+    tuning: snapshot.tuning ?? null,
   };
 }

@@ -47,6 +47,7 @@ import { mergeStatuses, sumCounters } from '../phase/status.js';
 import { runPreflight } from '../plan/preflight.js';
 import { findRecordedSync } from '../recovery/find-sync.js';
 import { beginSync, checkWriteBlockingPrivileges, refuseUnsupported } from './begin.js';
+import { ClusterPings } from './cluster-pings.js';
 import { changeApplicationHandoff, syncContext, type ActiveSync, type Run } from './run.js';
 
 export interface SyncOrchestratorOptions {
@@ -79,6 +80,8 @@ export class SyncOrchestrator implements SyncControl {
   #generation = 0;
   /** Runs launched again after a passing failure, since the sync last ran a while without one. */
   #relaunches = { count: 0, last: 0 };
+  /** Pings of the sync's two clusters, from its start or recovery on. */
+  #pings: ClusterPings | undefined;
 
   constructor(options: SyncOrchestratorOptions) {
     this.#options = options;
@@ -99,6 +102,23 @@ export class SyncOrchestrator implements SyncControl {
     this.#report = report;
   }
 
+  /**
+   * New live settings (SIGHUP): the running phases apply them at their next partition or batch;
+   * runs begun later (resume, restart of a phase) start with them.
+   */
+  retune(settings: SyncSettings): void {
+    this.#options.settings = settings;
+    const sync = this.#sync;
+    for (const phase of [...(sync?.run?.sequence ?? []), sync?.application, sync?.commit]) phase?.onSettings?.(settings);
+  }
+
+  /** Starts measuring the sync's clusters' latency (once per sync). */
+  #watch(sync: ActiveSync): void {
+    this.#pings?.stop();
+    this.#pings = new ClusterPings({ source: sync.source, destination: sync.destination }, this.#options.settings.pingIntervalMs);
+    this.#pings.start();
+  }
+
   #cluster(name: ClusterName): Cluster {
     let cluster = this.#clusters.get(name);
     if (cluster === undefined) this.#clusters.set(name, (cluster = openCluster(this.#options.clusters[name])));
@@ -116,6 +136,7 @@ export class SyncOrchestrator implements SyncControl {
     if (found === undefined) return undefined;
     const { doc } = found;
     const sync = (this.#sync = this.#target(doc.request));
+    this.#watch(sync);
     this.#logger.info(
       { state: doc.state, phase: doc.phase, destination: found.cluster, reversals: reversalsOf(doc) },
       `Recovered a sync in state ${doc.state}, phase ${doc.phase}`,
@@ -145,7 +166,14 @@ export class SyncOrchestrator implements SyncControl {
     refuseUnsupported(request);
     const sync = this.#target(request);
     const doc = await beginSync(sync, this.#options.id, this.#options.ferryVersion ?? 'unknown');
+    if (request.preExistingDestinationData === true) {
+      this.#logger.warn(
+        'ATTENTION! Data migration to a non-empty cluster is allowed with preExistingDestinationData set to true in the request to ' +
+          'start migration: the destination is not write-blocked, views are not synced, and the sync cannot be reversed',
+      );
+    }
     this.#sync = sync;
+    this.#watch(sync);
     this.#logger.info({ startAtOperationTime: doc.startAtOperationTime.toString() }, 'Sync started: start time recorded');
     this.#launch(sync, await this.#prepare(sync, doc));
   }
@@ -154,7 +182,16 @@ export class SyncOrchestrator implements SyncControl {
   async #prepare(sync: ActiveSync, doc: ResumeDocument): Promise<Run> {
     this.#retire(sync);
     sync.phase = doc.phase;
-    const context = syncContext(sync, doc, { settings: this.#options.settings, histograms: this.#histograms, logger: this.#logger });
+    // Hot documents named by this run or an earlier one: events skipped before must still be copied at commit.
+    const hotDocuments = await sync.resume.addHotDocuments(this.#options.settings.hotDocuments);
+    const runDoc = hotDocuments.length > 0 ? { ...doc, hotDocuments } : doc;
+    if (hotDocuments.length > 0) {
+      this.#logger.info(
+        { hotDocuments: hotDocuments.map(({ db, coll, ids }) => ({ ns: `${db}.${coll}`, count: ids.length })) },
+        'Hot documents (--hotDocIDs): their change events are not applied; the commit copies them from the source',
+      );
+    }
+    const context = syncContext(sync, runDoc, { settings: this.#options.settings, histograms: this.#histograms, logger: this.#logger });
     const run: Run = { context, sequence: this.#options.phases.sequence.map((build) => build(context)), active: false };
     sync.run = run;
     sync.application = this.#options.phases.changeApplication(context);
@@ -330,6 +367,7 @@ export class SyncOrchestrator implements SyncControl {
     this.#retire(committed);
     this.#recoveredFailure = undefined;
     this.#sync = sync;
+    this.#watch(sync);
     this.#finishReverse(sync, reverse);
   }
 
@@ -361,9 +399,12 @@ export class SyncOrchestrator implements SyncControl {
   }
 
   snapshot(): SyncSnapshot {
-    if (this.#sync === undefined) return { info: null, eventsApplied: 0, readyToCommit: false, warnings: [] };
+    const tuning = this.#options.settings.tuning;
+    if (this.#sync === undefined) return { info: null, eventsApplied: 0, readyToCommit: false, warnings: [], tuning };
     const recovered: PhaseStatus = { warnings: this.#recoveredFailure === undefined ? [] : [this.#recoveredFailure] };
     const snapshot = mergeStatuses([recovered, ...this.#statuses()]);
+    snapshot.tuning = tuning;
+    if (this.#pings !== undefined) snapshot.pingLatencyMs = this.#pings.latest;
     snapshot.eventsApplied -= this.#eventsBeforeReverse;
     return snapshot;
   }
@@ -372,6 +413,7 @@ export class SyncOrchestrator implements SyncControl {
     if (this.#closed) return;
     this.#closed = true;
     this.#generation++;
+    this.#pings?.stop();
     const sync = this.#sync;
     if (sync !== undefined) {
       const stopping = [sync.commit?.stop(), sync.reverse?.stop()];

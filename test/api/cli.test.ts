@@ -8,7 +8,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 import { MongoClient } from 'mongodb';
@@ -48,8 +48,8 @@ interface Daemon {
 }
 
 /** Starts ferry with logs in a fresh directory; resolves once the API listens. */
-async function startDaemon(args: string[]): Promise<Daemon> {
-  const dir = mkdtempSync(join(tmpdir(), 'ferry-cli-'));
+async function startDaemon(args: string[], logDir?: string): Promise<Daemon> {
+  const dir = logDir ?? mkdtempSync(join(tmpdir(), 'ferry-cli-'));
   const logFile = join(dir, 'ferry.log');
   const child = spawn(process.execPath, [MAIN, '--port', '0', '--logPath', dir, ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
@@ -57,9 +57,14 @@ async function startDaemon(args: string[]): Promise<Daemon> {
   const exit = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   let exited = false;
   void exit.then(() => (exited = true));
+  // Each file Ferry opens begins with a line carrying its pid: until this one's is there, the file is an earlier run's.
+  const own = () => {
+    const lines = readLog(logFile);
+    return lines[0]?.pid === child.pid ? lines : [];
+  };
   const waitFor = async (match: (line: LogLine) => boolean) => {
     for (;;) {
-      const found = readLog(logFile).find(match);
+      const found = own().find(match);
       if (found !== undefined) return found;
       if (exited) throw new Error(`ferry exited before logging what was expected: ${stderr}`);
       await pause();
@@ -67,7 +72,7 @@ async function startDaemon(args: string[]): Promise<Daemon> {
   };
   const listening = await waitFor((line) => line.message.startsWith('Control API listening'));
   await waitFor((line) => line.message === 'State INITIALIZING → IDLE');
-  return { child, logFile, base: `http://127.0.0.1:${listening.port}`, exit, log: () => readLog(logFile), waitFor };
+  return { child, logFile, base: `http://127.0.0.1:${listening.port}`, exit, log: own, waitFor };
 }
 
 async function stopDaemon(daemon: Daemon, signal: NodeJS.Signals = 'SIGTERM'): Promise<number | null> {
@@ -108,6 +113,28 @@ describe('startup errors: one line, non-zero exit, nothing started', () => {
       /"verbosity" in .*bad\.yaml must be one of TRACE/,
     ],
     ['unusable --logPath', ['--cluster0', URI0, '--cluster1', URI1, '--logPath', MAIN], /--logPath .* cannot be used/],
+    // mongosync's --hotDocIDs form: {"db", "collection", "ids": [{"_id": <canonical extended JSON>}]}.
+    ['--hotDocIDs not JSON', ['--cluster0', URI0, '--cluster1', URI1, '--hotDocIDs', '{db: shop}'], /--hotDocIDs is not valid JSON/],
+    [
+      '--hotDocIDs without ids',
+      ['--cluster0', URI0, '--cluster1', URI1, '--hotDocIDs', '{"db": "shop", "collection": "counters"}'],
+      /hotDocIDs: "ids" must be a non-empty array/,
+    ],
+    [
+      '--hotDocIDs with a bare id',
+      ['--cluster0', URI0, '--cluster1', URI1, '--hotDocIDs', '{"db": "shop", "collection": "counters", "ids": [7]}'],
+      /hotDocIDs: ids\[0\] must be \{"_id": <canonical extended JSON>\}, got 7/,
+    ],
+    [
+      '--hotDocIDs with a bad extended JSON value',
+      ['--cluster0', URI0, '--cluster1', URI1, '--hotDocIDs', '{"db": "s", "collection": "c", "ids": [{"_id": {"$oid": "nope"}}]}'],
+      /hotDocIDs: ids\[0\] is not valid extended JSON/,
+    ],
+    [
+      '--hotDocIDs with an unknown field (mongosync names it "collection")',
+      ['--cluster0', URI0, '--cluster1', URI1, '--hotDocIDs', '{"db": "s", "coll": "c", "ids": [{"_id": 1}]}'],
+      /hotDocIDs: unknown field "coll"/,
+    ],
   ];
   // Read at startup with every other option, never when first used (a bad one used to surface mid-run).
   const environment: [string, Record<string, string>, RegExp][] = [
@@ -138,6 +165,23 @@ describe('startup errors: one line, non-zero exit, nothing started', () => {
     });
   }
 
+  it("-v and --version print the version and exit 0, as mongosync's do", () => {
+    const { version } = JSON.parse(readFileSync(fileURLToPath(new URL('../../../package.json', import.meta.url)), 'utf8')) as {
+      version: string;
+    };
+    for (const flag of ['-v', '--version']) {
+      const { code, stdout } = runToExit([flag]);
+      assert.equal(code, 0, flag);
+      assert.equal(stdout.trim(), version, flag);
+    }
+  });
+
+  it('--verbosity takes any case and the --name=value form; an unknown level → exit 2 naming the levels', () => {
+    const { code, stderr } = runToExit(['--cluster0', URI0, '--cluster1', URI1, '--verbosity=loud']);
+    assert.equal(code, 2);
+    assert.match(stderr, /--verbosity must be one of TRACE, DEBUG, INFO, WARN, ERROR, FATAL, PANIC, got "loud"/);
+  });
+
   it('--help prints usage and exits 0', () => {
     const { code, stdout } = runToExit(['--help']);
     assert.equal(code, 0);
@@ -167,6 +211,24 @@ describe('startup errors: one line, non-zero exit, nothing started', () => {
 });
 
 describe('the running daemon', () => {
+  it("starts with the flags mongosync's launch scripts pass (no prompt, no telemetry, hot documents)", async () => {
+    const daemon = await startDaemon([
+      '--cluster0',
+      URI0,
+      '--cluster1',
+      URI1,
+      '--acceptDisclaimer',
+      '--disableTelemetry',
+      '--disableMetricsLogging',
+      '--hotDocIDs',
+      '{"db": "shop", "collection": "counters", "ids": [{"_id": {"$numberLong": "1"}}, {"_id": "sequence"}]}',
+      '--verbosity=Info',
+    ]);
+    assert.equal((await progress(daemon.base)).state, 'IDLE');
+    assert.equal(await stopDaemon(daemon), 0);
+    assert.equal(daemon.log().at(-1)!.message, 'Stopped');
+  });
+
   it('serves the API, logs JSON lines with its id and no password, and stops cleanly on SIGTERM', async () => {
     const daemon = await startDaemon(['--cluster0', URI0, '--cluster1', URI1, '--id', 'shard-a', '--verbosity', 'debug']);
     const idle = await progress(daemon.base);
@@ -214,14 +276,85 @@ describe('the running daemon', () => {
     }
   });
 
-  it('reopens its log file on SIGUSR1 after rotation', async () => {
+  it('rotates its log file on SIGUSR1: renamed to ferry-<time>.log, a new ferry.log naming it', async () => {
+    const daemon = await startDaemon(['--cluster0', URI0, '--cluster1', URI1]);
+    try {
+      daemon.child.kill('SIGUSR1');
+      const rotated = await daemon.waitFor((line) => line.message === 'Log file rotated');
+      assert.match(String(rotated.previousFile), /ferry-\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d\.\d{3}\.log$/);
+      assert.ok(readLog(String(rotated.previousFile)).some((line) => line.message.startsWith('Control API listening')));
+      assert.equal(daemon.log()[0]!.message, 'Log file rotated', 'the new file starts with the rotation');
+    } finally {
+      assert.equal(await stopDaemon(daemon), 0);
+    }
+  });
+
+  it('after an external rotation (file moved away, then SIGUSR1) it opens a new ferry.log', async () => {
     const daemon = await startDaemon(['--cluster0', URI0, '--cluster1', URI1]);
     try {
       renameSync(daemon.logFile, `${daemon.logFile}.1`);
       daemon.child.kill('SIGUSR1');
-      const reopened = await daemon.waitFor((line) => line.message === 'Log file reopened');
-      assert.equal(reopened.file, daemon.logFile);
+      const rotated = await daemon.waitFor((line) => line.message === 'Log file rotated');
+      assert.equal(rotated.previousFile, undefined);
       assert.ok(readLog(`${daemon.logFile}.1`).some((line) => line.message.startsWith('Control API listening')));
+    } finally {
+      assert.equal(await stopDaemon(daemon), 0);
+    }
+  });
+
+  it("a second run in the same --logPath renames the first run's ferry.log aside and says so in its first line", async () => {
+    const first = await startDaemon(['--cluster0', URI0, '--cluster1', URI1]);
+    assert.equal(await stopDaemon(first), 0);
+    const firstServer = first.log()[0]!.serverID;
+    const second = await startDaemon(['--cluster0', URI0, '--cluster1', URI1], dirname(first.logFile));
+    try {
+      const [opening] = second.log();
+      assert.equal(opening!.message, 'Log file started');
+      assert.notEqual(opening!.serverID, firstServer, 'each run has its own serverID');
+      const previous = readLog(String(opening!.previousFile));
+      assert.equal(previous.at(-1)!.message, 'Stopped');
+      assert.ok(
+        previous.every((line) => line.serverID === firstServer),
+        'nothing of the second run in the first file',
+      );
+    } finally {
+      assert.equal(await stopDaemon(second), 0);
+    }
+  });
+
+  it('SIGHUP applies live options from --config (logged, served); a bad value is refused by name and changes nothing', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ferry-cli-reload-'));
+    const config = join(dir, 'ferry.yaml');
+    const write = (extra: string) => writeFileSync(config, `cluster0: "${URI0}"\ncluster1: "${URI1}"\n${extra}`);
+    write('copyWorkers: 2\n');
+    const daemon = await startDaemon(['--config', config, '--applyLanes', '3']);
+    const served = async (name: string) => {
+      const text = await (await fetch(`${daemon.base}/metrics`)).text();
+      return Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1]);
+    };
+    try {
+      assert.equal(await served('ferry_tuning_copy_workers'), 2);
+      write('copyWorkers: 6\nbatchBytes: 65536\napplyLanes: 12\n');
+      daemon.child.kill('SIGHUP');
+      const reloaded = await daemon.waitFor((line) => line.message.startsWith('Configuration reloaded'));
+      assert.match(reloaded.message, /copyWorkers 2 → 6/);
+      assert.match(reloaded.message, /batchBytes 2097152 → 65536/);
+      assert.doesNotMatch(reloaded.message, /applyLanes/, 'the flag still wins over the file');
+      assert.equal(await served('ferry_tuning_copy_workers'), 6);
+      assert.equal(await served('ferry_tuning_batch_bytes'), 65536);
+      assert.equal(await served('ferry_tuning_apply_lanes'), 3);
+
+      write('copyWorkers: 0\nbatchBytes: 4096\n');
+      daemon.child.kill('SIGHUP');
+      const refused = await daemon.waitFor((line) => line.message.startsWith('Configuration reload refused'));
+      assert.match(refused.message, /nothing changed: "copyWorkers" in .*ferry\.yaml must be an integer from 1 to 256, got 0/);
+      assert.equal(await served('ferry_tuning_copy_workers'), 6);
+      assert.equal(await served('ferry_tuning_batch_bytes'), 65536, 'all or nothing: the good value beside the bad one is not applied');
+
+      write('copyWorkers: 6\nbatchBytes: 65536\npartitionSizeMB: 32\n');
+      daemon.child.kill('SIGHUP');
+      const restart = await daemon.waitFor((line) => /take effect only when Ferry restarts/.test(line.message));
+      assert.deepEqual(restart.options, ['partitionSizeMB']);
     } finally {
       assert.equal(await stopDaemon(daemon), 0);
     }

@@ -16,7 +16,13 @@ export class FakeEngine implements SyncControl {
   readonly holdNext = new Map<Method, Promise<void>>();
   /** What recover() returns. */
   recovered: RecoveredState | undefined;
-  figures: SyncSnapshot = { info: null, eventsApplied: 0, readyToCommit: false, warnings: [] };
+  figures: SyncSnapshot = {
+    info: null,
+    eventsApplied: 0,
+    readyToCommit: false,
+    warnings: [],
+    tuning: { loadLevel: 3, copyWorkers: 4, batchesInFlight: 2, applyLanes: 8, batchBytes: 2097152 },
+  };
   startedWith: StartRequest | undefined;
   #report: ((event: SyncEvent) => void) | undefined;
 

@@ -44,7 +44,7 @@ describe('preflight against real clusters', () => {
   const db = `ferry_preflight_${process.pid}`;
 
   before(async () => {
-    pair = await startClusterPair();
+    pair = await startClusterPair({ enableTestCommands: true });
     clusters = { cluster0: parseClusterUri('cluster0', pair.cluster0), cluster1: parseClusterUri('cluster1', pair.cluster1) };
     destination = await MongoClient.connect(pair.cluster1);
   });
@@ -59,30 +59,54 @@ describe('preflight against real clusters', () => {
     await runPreflight(REQUEST, { clusters });
   });
 
-  it('an empty collection on the destination is not in the way', async () => {
+  it("mongosync's rule: any namespace on the destination (empty collection, view, outside the filters) → DestinationNotEmpty", async () => {
     await destination.db(db).createCollection('empty');
-    await runPreflight(REQUEST, { clusters });
-  });
-
-  it('a selected namespace holding a document → DestinationNotEmpty naming it; excluding it or filtering it out passes', async () => {
-    await destination.db(db).collection<{ _id: number }>('orders').insertOne({ _id: 1 });
     const error = await refusal(() => runPreflight(REQUEST, { clusters }));
     assert.equal(error.code, 'DestinationNotEmpty');
     assert.equal(error.status, 422);
-    assert.match(error.message, new RegExp(`already holds documents in 1 selected namespace\\(s\\): ${db}\\.orders`));
-
-    await runPreflight({ ...REQUEST, excludeNamespaces: [{ database: db, collections: ['orders'] }] }, { clusters });
-    await runPreflight({ ...REQUEST, includeNamespaces: [{ database: db, collectionsRegex: { pattern: '^inv' } }] }, { clusters });
-    const included = await refusal(() =>
-      runPreflight({ ...REQUEST, includeNamespaces: [{ databaseRegex: { pattern: '^ferry_preflight_' } }] }, { clusters }),
-    );
-    assert.equal(included.code, 'DestinationNotEmpty');
-    await destination.db(db).collection('orders').drop();
+    assert.match(error.message, new RegExp(`is not empty: it has 1 namespace\\(s\\): ${db}\\.empty; .*preExistingDestinationData`));
+    const filtered = await refusal(() => runPreflight({ ...REQUEST, includeNamespaces: [{ database: 'elsewhere' }] }, { clusters }));
+    assert.equal(filtered.code, 'DestinationNotEmpty', 'a filter alone does not make a non-empty destination acceptable');
+    await destination.db(db).createCollection('aView', { viewOn: 'empty', pipeline: [] });
+    const view = await refusal(() => runPreflight(REQUEST, { clusters }));
+    assert.match(view.message, /has 2 namespace\(s\)/);
+    await destination.db(db).dropDatabase();
   });
 
-  it("documents in Ferry's metadata database never count", async () => {
-    await destination.db(METADATA_DATABASE).collection<{ _id: string }>('resume').insertOne({ _id: 'state' });
+  it('preExistingDestinationData: other namespaces may stay; a selected one (even empty) → DestinationNotEmpty naming it', async () => {
+    await destination.db(db).collection<{ _id: number }>('orders').insertOne({ _id: 1 });
+    await destination.db(db).createCollection('empty');
+    const withData = { ...REQUEST, preExistingDestinationData: true };
+    const error = await refusal(() => runPreflight({ ...withData, includeNamespaces: [{ database: db }] }, { clusters }));
+    assert.equal(error.code, 'DestinationNotEmpty');
+    assert.match(error.message, new RegExp(`already has 2 of the namespace\\(s\\) this sync selects: ${db}\\.empty, ${db}\\.orders`));
+
+    await runPreflight({ ...withData, excludeNamespaces: [{ database: db, collections: ['orders', 'empty'] }] }, { clusters });
+    await runPreflight({ ...withData, includeNamespaces: [{ database: db, collectionsRegex: { pattern: '^inv' } }] }, { clusters });
+    await destination.db(db).dropDatabase();
+  });
+
+  it("mongosync's disk space check reads the destination's free space (dbStats) unless skipDiskSpaceCheck", async (t) => {
+    if (!pair.local) return t.skip('needs a fail point on the destination');
+    const admin = destination.db('admin');
+    await admin.command({ configureFailPoint: 'failCommand', mode: 'alwaysOn', data: { failCommands: ['dbStats'], errorCode: 2 } });
+    try {
+      const error = await refusal(() => runPreflight(REQUEST, { clusters }));
+      assert.equal(error.code, 'ClusterCommandFailed');
+      assert.match(error.message, /dbStats \(free disk space\)/);
+      await runPreflight({ ...REQUEST, skipDiskSpaceCheck: true }, { clusters });
+    } finally {
+      await admin.command({ configureFailPoint: 'failCommand', mode: 'off' });
+    }
+    // Answered: this machine's disk holds the few bytes of the source.
     await runPreflight(REQUEST, { clusters });
+  });
+
+  it("documents in Ferry's metadata database and in Atlas's __mdb_internal ones never count", async () => {
+    await destination.db(METADATA_DATABASE).collection<{ _id: string }>('resume').insertOne({ _id: 'state' });
+    await destination.db('__mdb_internal_search').collection<{ _id: number }>('state').insertOne({ _id: 1 });
+    await runPreflight(REQUEST, { clusters });
+    await destination.db('__mdb_internal_search').dropDatabase();
   });
 
   it('the check runs on the destination, whichever cluster that is', async () => {
@@ -90,6 +114,19 @@ describe('preflight against real clusters', () => {
     // cluster1 is now the source: its documents are what will be copied, not an obstacle.
     await runPreflight({ ...REQUEST, source: 'cluster1', destination: 'cluster0' }, { clusters });
     await destination.db(db).collection('orders').drop();
+  });
+
+  it('the disk space needed is the selected collections with their indexes, against the free space', async () => {
+    const { collectionFootprint, freeDiskBytes } = await import('../../src/cluster/monitoring.js');
+    await destination
+      .db(db)
+      .collection<{ _id: number; pad: string }>('sized')
+      .insertMany(Array.from({ length: 50 }, (_, i) => ({ _id: i, pad: 'x'.repeat(1000) })));
+    const footprint = await collectionFootprint(destination, db, 'sized');
+    assert.ok(footprint >= 50_000, `collStats size + totalIndexSize: ${footprint}`);
+    const free = await freeDiskBytes(destination);
+    assert.ok(free === undefined || free > 0);
+    await destination.db(db).collection('sized').drop();
   });
 
   it('sharding between two replica sets → ShardingNotAllowed', async () => {

@@ -21,7 +21,15 @@ const FIELDS = [
   'mongosyncID',
   'coordinatorID',
   'warnings',
+  'estimatedSecondsToCEACatchup',
+  'estimatedOplogTimeRemaining',
+  'source',
+  'destination',
+  'tuning',
 ].sort();
+
+/** mongosync's `estimatedOplogTimeRemaining` wordings. */
+const OPLOG_TIME = /^(not checked yet|more than 72 hours|less than 15 minutes|\d+ minutes|\d+ hours)$/;
 
 export function assertProgressRules(progress: Progress): void {
   assert.deepEqual(Object.keys(progress).sort(), FIELDS, 'progress has exactly the documented fields');
@@ -53,4 +61,18 @@ export function assertProgressRules(progress: Progress): void {
   assert.equal(progress.mongosyncID, INSTANCE_ID);
   assert.equal(progress.coordinatorID, INSTANCE_ID);
   assert.ok(Array.isArray(progress.warnings));
+
+  if (progress.state === 'RUNNING') assert.match(progress.estimatedOplogTimeRemaining!, OPLOG_TIME);
+  else assert.equal(progress.estimatedOplogTimeRemaining, null, 'estimatedOplogTimeRemaining only in RUNNING');
+  const catchUp = progress.estimatedSecondsToCEACatchup;
+  if (catchUp !== null) {
+    assert.equal(progress.state, 'RUNNING');
+    assert.ok(Number.isInteger(catchUp) && catchUp >= 0);
+  }
+  for (const side of [progress.source, progress.destination]) {
+    assert.ok(side !== null && typeof side === 'object');
+    const ping = side.pingLatencyMs;
+    if (ping !== undefined) assert.ok(Number.isInteger(ping) && (ping === -1 || ping >= 1), `pingLatencyMs ${ping}`);
+  }
+  if (progress.tuning !== null) assert.ok(Number.isInteger(progress.tuning!.copyWorkers));
 }

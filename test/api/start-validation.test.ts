@@ -158,6 +158,49 @@ const INVALID: [string, unknown, RegExp][] = [
   ],
   ['verification with unknown field', { ...VALID_START, verification: { enabled: true, level: 2 } }, /verification: unknown field "level"/],
   ['documentFilter (not supported)', { ...VALID_START, documentFilter: { a: 1 } }, /unknown field "documentFilter"/],
+  // mongosync's start fields.
+  ['detectRandomId not boolean', { ...VALID_START, detectRandomId: 'yes' }, /detectRandomId: must be of type boolean/],
+  ['skipDiskSpaceCheck not boolean', { ...VALID_START, skipDiskSpaceCheck: 1 }, /skipDiskSpaceCheck: must be of type boolean/],
+  [
+    'preExistingDestinationData not boolean',
+    { ...VALID_START, preExistingDestinationData: 'true' },
+    /preExistingDestinationData: must be of type boolean/,
+  ],
+  [
+    'copyInNaturalOrder not an array',
+    { ...VALID_START, copyInNaturalOrder: { database: 'a' } },
+    /copyInNaturalOrder: must be of type array/,
+  ],
+  [
+    'copyInNaturalOrder entry without database',
+    { ...VALID_START, copyInNaturalOrder: [{ collections: ['a'] }] },
+    /copyInNaturalOrder\[0\]: missing required field "database"/,
+  ],
+  [
+    'copyInNaturalOrder unknown field',
+    { ...VALID_START, copyInNaturalOrder: [{ database: 'a', regex: 'b' }] },
+    /copyInNaturalOrder\[0\]: unknown field "regex"/,
+  ],
+  [
+    'copyInNaturalOrder invalid database name',
+    { ...VALID_START, copyInNaturalOrder: [{ database: 'a/b' }] },
+    /copyInNaturalOrder\[0\]\.database: "a\/b" is not a valid database name/,
+  ],
+  [
+    'preExistingDestinationData without a filter',
+    { ...VALID_START, preExistingDestinationData: true },
+    /preExistingDestinationData: .* needs a namespace filter/,
+  ],
+  [
+    'preExistingDestinationData with write blocking',
+    {
+      ...VALID_START,
+      preExistingDestinationData: true,
+      includeNamespaces: [{ database: 'a' }],
+      enableUserWriteBlocking: 'destinationOnly',
+    },
+    /preExistingDestinationData: write blocking is cluster-wide/,
+  ],
 ];
 
 describe('invalid start bodies → 400 InvalidRequest, nothing happens', () => {
@@ -212,6 +255,26 @@ describe('valid start bodies reach the engine normalized', () => {
       { sharding: { createSupportingIndexes: true, shardingEntries: [] } },
     ],
     ['verification disabled', { verification: { enabled: false } }, { verification: { enabled: false } }],
+    [
+      "mongosync's defaults: detectRandomId on, an empty destination required, the disk space checked",
+      {},
+      { detectRandomId: true, preExistingDestinationData: false, skipDiskSpaceCheck: false, copyInNaturalOrder: undefined },
+    ],
+    [
+      'detectRandomId off, skipDiskSpaceCheck on',
+      { detectRandomId: false, skipDiskSpaceCheck: true },
+      { detectRandomId: false, skipDiskSpaceCheck: true },
+    ],
+    [
+      'copyInNaturalOrder: every database ("."), or some collections of one',
+      { copyInNaturalOrder: [{ database: '.' }, { database: 'shop', collections: ['events'] }] },
+      { copyInNaturalOrder: [{ database: '.' }, { database: 'shop', collections: ['events'] }] },
+    ],
+    [
+      'preExistingDestinationData with a filter: write blocking off, as mongosync',
+      { preExistingDestinationData: true, includeNamespaces: [{ database: 'shop' }] },
+      { preExistingDestinationData: true, enableUserWriteBlocking: 'none' },
+    ],
   ];
   for (const [what, extra, expected] of VALID) {
     it(what, async () => {

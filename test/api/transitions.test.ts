@@ -82,6 +82,9 @@ describe('legal transitions', () => {
       reversible: false,
       enableUserWriteBlocking: 'destinationOnly',
       verification: { enabled: true },
+      detectRandomId: true,
+      preExistingDestinationData: false,
+      skipDiskSpaceCheck: false,
     });
     const progress = await t.progress();
     assert.deepEqual(progress.directionMapping, {

@@ -45,6 +45,7 @@ describe('crash safety', () => {
       '4',
     ];
     const first = await startFerry(args, ENV, logDir);
+    await clusters.emptyDestination();
     assert.equal(
       (await first.post('start', { source: 'cluster0', destination: 'cluster1', includeNamespaces: [{ database: db }] })).status,
       200,
@@ -91,6 +92,7 @@ describe('crash safety', () => {
     const id = `crash-commit-${RUN}`;
     const args = ['--cluster0', clusters.pair.cluster0, '--cluster1', clusters.pair.cluster1, '--id', id, '--applyLanes', '2'];
     const first = await startFerry(args, ENV, logDir);
+    await clusters.emptyDestination();
     assert.equal(
       (await first.post('start', { source: 'cluster0', destination: 'cluster1', includeNamespaces: [{ database: db }] })).status,
       200,

@@ -41,6 +41,7 @@ async function converges(testCase: Case): Promise<void> {
     const docs = Array.from({ length: testCase.initial }, (_, k) => ({ _id: k, n: k, pad: 'p'.repeat(400) }));
     await source.collection(coll).insertMany(docs as Document[]);
   }
+  await clusters.emptyDestination();
   const ferry = await startFerry([
     '--cluster0',
     clusters.pair.cluster0,

@@ -41,6 +41,7 @@ async function updateThenRename(scenario: Scenario): Promise<void> {
     .collection('other')
     .insertOne({ _id: 1 } as Document);
   const filter = scenario.filter(db1, db2);
+  await clusters.emptyDestination();
   const ferry = await startFerry([
     '--cluster0',
     clusters.pair.cluster0,

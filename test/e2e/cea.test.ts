@@ -61,6 +61,7 @@ describe('change-event application with a random workload during and after the c
       `cea-${RUN}`,
       ...COPY_FLAGS,
     ]);
+    await clusters.emptyDestination();
     const started = await ferry.post('start', { source: 'cluster0', destination: 'cluster1', ...filterFor(DB) });
     assert.equal(started.status, 200, JSON.stringify(started.body));
   });
@@ -151,6 +152,7 @@ describe('pause and resume during change-event application', () => {
       '3',
     ]);
     try {
+      await clusters.emptyDestination();
       assert.equal((await ferry.post('start', { source: 'cluster0', destination: 'cluster1', ...filterFor(DB) })).status, 200);
       await ferry.waitForProgress((p) => p.canCommit === true, 60_000);
       await playOperations(clusters.source, DB, sampleOperations(303, 150, 0));
@@ -197,6 +199,7 @@ describe('a change event the destination refuses', () => {
       `cea-refused-${RUN}`,
     ]);
     try {
+      await clusters.emptyDestination();
       assert.equal(
         (await ferry.post('start', { source: 'cluster0', destination: 'cluster1', includeNamespaces: [{ database: DB }] })).status,
         200,

@@ -18,7 +18,7 @@ import { MongoClient, MongoServerError } from 'mongodb';
 import { spawnCluster, type ClusterHandle } from '../cluster/index.js';
 import { RUN } from './copy-fixtures.js';
 import { startFerry, type FerryProcess } from './ferry-process.js';
-import { METADATA_DATABASE } from '../../src/domain/namespaces.js';
+import { isReservedDatabase, METADATA_DATABASE } from '../../src/domain/namespaces.js';
 
 const USERS = [
   { user: 'ferry', password: 'ferry-pw', roles: ['root'] },
@@ -65,6 +65,17 @@ describe('write blocking', { skip: local ? false : 'needs test clusters started 
     await Promise.allSettled([source?.stop(), destination?.stop()]);
   });
 
+  /** Like mongosync, Ferry starts only into an empty destination: what earlier tests synced goes first. */
+  async function emptyDestination(): Promise<void> {
+    const client = await MongoClient.connect(as(destination.uri, 'ferry', 'ferry-pw'));
+    try {
+      const { databases } = await client.db('admin').admin().listDatabases({ nameOnly: true });
+      for (const { name } of databases) if (!isReservedDatabase(name)) await client.db(name).dropDatabase();
+    } finally {
+      await client.close();
+    }
+  }
+
   async function ferryFor(id: string, user = 'ferry', password = 'ferry-pw'): Promise<FerryProcess> {
     return startFerry([
       '--cluster0',
@@ -84,6 +95,7 @@ describe('write blocking', { skip: local ? false : 'needs test clusters started 
       .insertOne({ _id: 1 } as Document);
     const ferry = await ferryFor('wb-both');
     try {
+      await emptyDestination();
       const started = await ferry.post('start', {
         source: 'cluster0',
         destination: 'cluster1',
@@ -163,6 +175,7 @@ describe('write blocking', { skip: local ? false : 'needs test clusters started 
       .insertOne({ _id: 1 } as Document);
     const ferry = await ferryFor('wb-dest');
     try {
+      await emptyDestination();
       assert.equal(
         (await ferry.post('start', { source: 'cluster0', destination: 'cluster1', includeNamespaces: [{ database: db }] })).status,
         200,
@@ -210,6 +223,7 @@ describe('write blocking', { skip: local ? false : 'needs test clusters started 
       .insertOne({ _id: 1 } as Document);
     const ferry = await ferryFor('wb-weak', 'weak', 'weak-pw');
     try {
+      await emptyDestination();
       const started = await ferry.post('start', { source: 'cluster0', destination: 'cluster1', includeNamespaces: [{ database: db }] });
       assert.equal(started.status, 422, JSON.stringify(started.body));
       assert.equal(started.body.error, 'InsufficientPrivileges');

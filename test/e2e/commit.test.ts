@@ -22,6 +22,104 @@ async function differences(db: string) {
 }
 
 describe('commit', () => {
+  it("preExistingDestinationData (mongosync's): the destination's own data stays, views are not synced, no write blocking", async () => {
+    const db = `commit_pre_${RUN}`;
+    const kept = `commit_kept_${RUN}`;
+    await clusters.source
+      .db(db)
+      .collection<{ _id: number }>('orders')
+      .insertMany(Array.from({ length: 50 }, (_, i) => ({ _id: i })));
+    await clusters.source.db(db).createCollection('recent', { viewOn: 'orders', pipeline: [{ $match: { _id: { $gte: 40 } } }] });
+    const ferry = await startFerry([
+      '--cluster0',
+      clusters.pair.cluster0,
+      '--cluster1',
+      clusters.pair.cluster1,
+      '--id',
+      `commit-pre-${RUN}`,
+    ]);
+    try {
+      await clusters.emptyDestination();
+      await clusters.destination.db(kept).collection<{ _id: number }>('existing').insertOne({ _id: 1 });
+      const refused = await ferry.post('start', { source: 'cluster0', destination: 'cluster1', ...filterFor(db) });
+      assert.equal(refused.body.error, 'DestinationNotEmpty', 'without preExistingDestinationData the destination must be empty');
+      const started = await ferry.post('start', {
+        source: 'cluster0',
+        destination: 'cluster1',
+        preExistingDestinationData: true,
+        ...filterFor(db),
+      });
+      assert.equal(started.status, 200, JSON.stringify(started.body));
+      await ferry.waitForProgress((p) => p.canCommit === true, 60_000);
+      await clusters.source.db(db).collection<{ _id: number }>('orders').insertOne({ _id: 50 });
+      await ferry.waitForProgress((p) => p.lagTimeSeconds === 0 && p.totalEventsApplied >= 1, 60_000);
+      assert.equal((await ferry.post('commit', {})).status, 200);
+      await ferry.waitForProgress((p) => p.state === 'COMMITTED', 60_000);
+      const log = ferry.log();
+      assert.ok(log.some((line) => String(line.message).startsWith('ATTENTION! Data migration to a non-empty cluster')));
+      assert.ok(log.some((line) => String(line.message).startsWith('Views are not synced with preExistingDestinationData')));
+      assert.ok(!log.some((line) => /user writes on the (source|destination)/i.test(String(line.message))), 'no write blocking');
+    } finally {
+      assert.equal(await ferry.stop(), 0);
+    }
+    assert.deepEqual(await clusters.destination.db(kept).collection('existing').find({}).toArray(), [{ _id: 1 }]);
+    assert.equal(await clusters.destination.db(db).collection('orders').countDocuments(), 51);
+    const views = await clusters.destination.db(db).listCollections({ type: 'view' }).toArray();
+    assert.deepEqual(views, [], 'the view is left for the operator to create after the cut-over');
+  });
+
+  it("--hotDocIDs (mongosync's): their events are not applied during the sync; the commit copies them from the source", async () => {
+    const db = `commit_hot_${RUN}`;
+    const counters = clusters.source.db(db).collection<{ _id: number; n: number }>('counters');
+    await counters.insertMany([
+      { _id: 1, n: 0 },
+      { _id: 2, n: 0 },
+      { _id: 3, n: 0 },
+    ]);
+    const hot = { db, collection: 'counters', ids: [{ _id: { $numberInt: '1' } }, { _id: { $numberLong: '2' } }] };
+    const ferry = await startFerry([
+      '--cluster0',
+      clusters.pair.cluster0,
+      '--cluster1',
+      clusters.pair.cluster1,
+      '--id',
+      `commit-hot-${RUN}`,
+      '--hotDocIDs',
+      JSON.stringify(hot),
+    ]);
+    const destination = clusters.destination.db(db).collection<{ _id: number; n: number }>('counters');
+    try {
+      await clusters.emptyDestination();
+      assert.equal((await ferry.post('start', { source: 'cluster0', destination: 'cluster1', ...filterFor(db) })).status, 200);
+      await ferry.waitForProgress((p) => p.canCommit === true, 60_000);
+      for (let i = 1; i <= 20; i++) await counters.updateOne({ _id: 1 }, { $set: { n: i } });
+      await counters.deleteOne({ _id: 2 }); // a hot document the source no longer holds
+      await counters.updateOne({ _id: 3 }, { $set: { n: 5 } }); // not hot: applied as usual
+      await ferry.waitForProgress((p) => p.lagTimeSeconds === 0 && p.totalEventsApplied >= 1, 60_000);
+      for (let tries = 0; (await destination.findOne({ _id: 3 }))?.n !== 5; tries++) {
+        assert.ok(tries < 200, 'the event of the document that is not hot is applied');
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      assert.deepEqual(await destination.find({}, { sort: { _id: 1 } }).toArray(), [
+        { _id: 1, n: 0 },
+        { _id: 2, n: 0 },
+        { _id: 3, n: 5 },
+      ]);
+
+      assert.equal((await ferry.post('commit', {})).status, 200);
+      await ferry.waitForProgress((p) => p.state === 'COMMITTED', 60_000);
+      const copied = ferry.log().find((line) => line.message === 'Commit: hot documents (--hotDocIDs) copied from the source');
+      assert.deepEqual({ written: copied?.written, deleted: copied?.deleted }, { written: 1, deleted: 1 });
+    } finally {
+      assert.equal(await ferry.stop(), 0);
+    }
+    assert.deepEqual(await destination.find({}, { sort: { _id: 1 } }).toArray(), [
+      { _id: 1, n: 20 },
+      { _id: 3, n: 5 },
+    ]);
+    assert.deepEqual(await differences(db), []);
+  });
+
   it('is refused before canCommit, and with a body, changing nothing', async () => {
     const db = `commit_early_${RUN}`;
     const docs = Array.from({ length: 3000 }, (_, i) => ({ _id: i, pad: 'x'.repeat(500) }));
@@ -44,6 +142,7 @@ describe('commit', () => {
       '4096',
     ]);
     try {
+      await clusters.emptyDestination();
       assert.equal((await ferry.post('start', { source: 'cluster0', destination: 'cluster1', ...filterFor(db) })).status, 200);
       const early = await ferry.post('commit', {});
       assert.equal(early.status, 409);
@@ -98,6 +197,7 @@ describe('commit', () => {
         { FERRY_COMMIT_RETRY_INTERVAL_MS: '200' },
       );
       try {
+        await clusters.emptyDestination();
         assert.equal((await ferry.post('start', { source: 'cluster0', destination: 'cluster1', ...filterFor(db) })).status, 200);
         await ferry.waitForProgress((p) => p.canCommit === true, 60_000);
         const people = clusters.destination.db(db).collection('people');

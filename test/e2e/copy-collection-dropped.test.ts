@@ -46,6 +46,7 @@ describe('a collection dropped and another renamed while the copy reads them', (
       `killed-${RUN}`,
       ...COPY_FLAGS,
     ]);
+    await clusters.emptyDestination();
     const started = await ferry.post('start', { source: 'cluster0', destination: 'cluster1', includeNamespaces: [{ database: DB }] });
     assert.equal(started.status, 200, JSON.stringify(started.body));
   });

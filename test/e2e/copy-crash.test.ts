@@ -82,6 +82,7 @@ describe('an interrupted copy resumes where it stopped', () => {
     const logDir = mkdtempSync(join(tmpdir(), 'ferry-crash-'));
     const args = ['--cluster0', clusters.pair.cluster0, '--cluster1', clusters.pair.cluster1, '--id', `crash-${RUN}`, ...FLAGS];
     const first = await startFerry(args, ENV, logDir);
+    await clusters.emptyDestination();
     const started = await first.post('start', { source: 'cluster0', destination: 'cluster1', includeNamespaces: [{ database: db }] });
     assert.equal(started.status, 200, JSON.stringify(started.body));
 
@@ -143,6 +144,7 @@ describe('an interrupted copy resumes where it stopped', () => {
     await fill(db, ['a', 'b'], 3000);
     const args = ['--cluster0', clusters.pair.cluster0, '--cluster1', clusters.pair.cluster1, '--id', `term-${RUN}`, ...FLAGS];
     const first = await startFerry(args, ENV);
+    await clusters.emptyDestination();
     await first.post('start', { source: 'cluster0', destination: 'cluster1', includeNamespaces: [{ database: db }] });
     await first.waitForProgress((p) => p.collectionCopy?.estimatedCopiedBytes > 1024 * 1024);
     assert.equal(await first.stop('SIGTERM'), 0);
@@ -169,6 +171,7 @@ describe('an interrupted copy resumes where it stopped', () => {
       ENV,
     );
     try {
+      await clusters.emptyDestination();
       await ferry.post('start', { source: 'cluster0', destination: 'cluster1', includeNamespaces: [{ database: db }] });
       await ferry.waitForProgress((p) => p.collectionCopy?.estimatedCopiedBytes > 1024 * 1024);
       const paused = await ferry.post('pause');

@@ -13,7 +13,7 @@ import { temporaryCollectionOptions } from '../../src/plan/collection-options.js
 import { createNamespaceSelector } from '../../src/plan/namespaces.js';
 import { startClusterPair, type ClusterPair } from '../helpers/clusters.js';
 import type { ClusterOptions } from '../cluster/index.js';
-import { METADATA_DATABASE } from '../../src/domain/namespaces.js';
+import { isReservedDatabase, METADATA_DATABASE } from '../../src/domain/namespaces.js';
 import type { NamespaceFilter } from '../../src/domain/start-request.js';
 
 /**
@@ -163,12 +163,20 @@ export const EDGE_FILTERS = {
   ],
 };
 
+/** Drops the databases of a cluster that `drop` names. */
+async function dropDatabases(client: MongoClient, drop: (name: string) => boolean): Promise<void> {
+  const { databases } = await client.db('admin').command({ listDatabases: 1, nameOnly: true });
+  for (const { name } of databases as { name: string }[]) if (drop(name)) await client.db(name).dropDatabase();
+}
+
+/** Drops this run's databases from a cluster. */
+async function dropRunDatabases(client: MongoClient): Promise<void> {
+  await dropDatabases(client, (name) => name.startsWith(GENERATED_PREFIX) || name.endsWith(`_${RUN}`));
+}
+
 /** Drops what this run wrote on a cluster: its databases and its instances' metadata. */
 async function cleanUpRun(client: MongoClient, metadataDatabase: string): Promise<void> {
-  const { databases } = await client.db('admin').command({ listDatabases: 1, nameOnly: true });
-  for (const { name } of databases as { name: string }[]) {
-    if (name.startsWith(GENERATED_PREFIX) || name.endsWith(`_${RUN}`)) await client.db(name).dropDatabase();
-  }
+  await dropRunDatabases(client);
   const ours = { instance: { $regex: `-${RUN}$` } };
   const meta = client.db(metadataDatabase);
   const ourIds = { _id: { $regex: `-${RUN}$` } } as object;
@@ -192,12 +200,19 @@ export interface TestClusters {
    * when equal). `midSync`: expect indexes and options in their temporary form (a sync not committed).
    */
   differences(include: NamespaceFilter[], exclude?: NamespaceFilter[], midSync?: boolean): Promise<ClusterDifference[]>;
+  /**
+   * Drops every database of the destination but the reserved ones (admin, local, config, Ferry's
+   * metadata): like mongosync, Ferry starts only into a destination holding no namespace. Called
+   * before each start of a sync.
+   */
+  emptyDestination(): Promise<void>;
 }
 
 /**
  * Registers the file's before/after hooks: a source/destination pair with a client on each, and
  * at the end this run's data and metadata dropped from both. The fields are set once `before` ran.
- * `options` are the test clusters' (e.g. `enableTestCommands` for fail points; real deployments ignore them).
+ * `options` are the test clusters' (fail points are always enabled; real deployments ignore them).
+ * Each test empties the destination before it starts a sync (`emptyDestination`).
  */
 export function useClusterPair(options: ClusterOptions = {}): TestClusters {
   const clusters = {} as TestClusters;
@@ -207,10 +222,11 @@ export function useClusterPair(options: ClusterOptions = {}): TestClusters {
       ...(midSync ? { expectedIndex: temporaryIndexForm, expectedOptions: temporaryCollectionOptions } : {}),
     });
   before(async () => {
-    clusters.pair = await startClusterPair(options);
+    clusters.pair = await startClusterPair({ enableTestCommands: true, ...options });
     clusters.source = await MongoClient.connect(clusters.pair.cluster0);
     clusters.destination = await MongoClient.connect(clusters.pair.cluster1);
   });
+  clusters.emptyDestination = () => dropDatabases(clusters.destination, (name) => !isReservedDatabase(name));
   after(async () => {
     const { pair, source, destination } = clusters;
     await Promise.allSettled([cleanUpRun(source, METADATA_DATABASE), cleanUpRun(destination, METADATA_DATABASE)]);

@@ -30,6 +30,25 @@ const COPY_FLAGS = ['--copyWorkers', '2', '--batchBytes', '65536', '--partitionS
 
 const clusters = useClusterPair();
 
+/**
+ * Holds the next `listIndexes` on `source` (planning reads the source catalog with it; the
+ * preflight never does) for 3 s: a test can change the destination after the preflight and
+ * before planning creates anything there. `entered` resolves once the planning is held.
+ */
+async function holdPlanning(source: MongoClient): Promise<{ entered(): Promise<void> }> {
+  const admin = source.db('admin');
+  const { count } = await admin.command({
+    configureFailPoint: 'failCommand',
+    mode: { times: 1 },
+    data: { failCommands: ['listIndexes'], blockConnection: true, blockTimeMS: 3000 },
+  });
+  return {
+    entered: async () => {
+      await admin.command({ waitForFailPoint: 'failCommand', timesEntered: Number(count) + 1, maxTimeMS: 30_000 });
+    },
+  };
+}
+
 describe('initial copy of a filtered sync, end to end', () => {
   let ferry: FerryProcess;
   let finalProgress: Record<string, any>;
@@ -38,6 +57,7 @@ describe('initial copy of a filtered sync, end to end', () => {
     await generateDataset({ uri: clusters.pair.cluster0, sizeMB: 3, seed: 11, prefix: GENERATED_PREFIX });
     await writeEdgeCases(clusters.source);
     ferry = await startFerry(['--cluster0', clusters.pair.cluster0, '--cluster1', clusters.pair.cluster1, '--id', ID, ...COPY_FLAGS]);
+    await clusters.emptyDestination();
     const started = await ferry.post('start', { source: 'cluster0', destination: 'cluster1', ...EDGE_FILTERS });
     assert.equal(started.status, 200, JSON.stringify(started.body));
     finalProgress = await ferry.waitForProgress(copyFinished, 120_000);
@@ -171,6 +191,7 @@ describe('buildIndexes', () => {
       `idx-${buildIndexes}-${RUN}`,
     ]);
     try {
+      await clusters.emptyDestination();
       const started = await ferry.post('start', {
         source: 'cluster0',
         destination: 'cluster1',
@@ -201,19 +222,24 @@ describe('buildIndexes', () => {
 });
 
 describe('a sync that cannot get past a problem', () => {
-  it('pauses with the problem named in progress, and continues after resume once it is fixed', async () => {
+  it('pauses with the problem named in progress, and continues after resume once it is fixed', async (t) => {
+    if (!clusters.pair.local) return t.skip('needs fail points on the source');
     const db = `conflict_${RUN}`;
     await insertDocuments(
       clusters.source.db(db),
       'orders',
       Array.from({ length: 20 }, (_, i) => ({ _id: new Int32(i) })),
     );
-    // Preflight accepts it (it holds no documents) but it is a view where a collection must go.
-    await clusters.destination.db(db).createCollection('orders', { viewOn: 'elsewhere', pipeline: [] });
     const ferry = await startFerry(['--cluster0', clusters.pair.cluster0, '--cluster1', clusters.pair.cluster1, '--id', `conflict-${RUN}`]);
     try {
+      await clusters.emptyDestination();
+      // A view where a collection must go, created after the preflight (which refuses any namespace
+      // on the destination) while planning is held in its first listIndexes on the source.
+      const hold = await holdPlanning(clusters.source);
       const started = await ferry.post('start', { source: 'cluster0', destination: 'cluster1', includeNamespaces: [{ database: db }] });
       assert.equal(started.status, 200, JSON.stringify(started.body));
+      await hold.entered();
+      await clusters.destination.db(db).createCollection('orders', { viewOn: 'elsewhere', pipeline: [] });
       const paused = await ferry.waitForProgress((p) => p.state === 'PAUSED');
       assert.ok(
         paused.warnings.some((w: string) => w.includes(`${db}.orders`) && w.includes('view')),
@@ -242,6 +268,7 @@ describe('metadata of an earlier run', () => {
     );
     const first = await startFerry(['--cluster0', clusters.pair.cluster0, '--cluster1', clusters.pair.cluster1, '--id', id]);
     try {
+      await clusters.emptyDestination();
       assert.equal(
         (await first.post('start', { source: 'cluster0', destination: 'cluster1', includeNamespaces: [{ database: db }] })).status,
         200,
@@ -286,6 +313,7 @@ describe('metadata of an earlier run', () => {
     await meta.collection('tombstones').insertOne({ _id: { instance: id, ns: `${db}.items`, _id: 3 }, instance: id } as Document);
     const ferry = await startFerry(['--cluster0', clusters.pair.cluster0, '--cluster1', clusters.pair.cluster1, '--id', id]);
     try {
+      await clusters.emptyDestination();
       assert.equal(
         (await ferry.post('start', { source: 'cluster0', destination: 'cluster1', includeNamespaces: [{ database: db }] })).status,
         200,
@@ -303,7 +331,7 @@ describe('metadata of an earlier run', () => {
 describe('credentials', () => {
   it('never appear in progress, logs or the metadata, even when the sync pauses on an error', async (t) => {
     const password = 'pw-never-shown-4711';
-    const secured = await startClusterPair({ users: [{ user: 'ferry', password, roles: ['root'] }] });
+    const secured = await startClusterPair({ users: [{ user: 'ferry', password, roles: ['root'] }], enableTestCommands: true });
     if (!secured.local) {
       await secured.stop();
       t.skip('needs test clusters started with a known user');
@@ -320,8 +348,10 @@ describe('credentials', () => {
         'people',
         Array.from({ length: 30 }, (_, i) => ({ _id: new Int32(i), name: `p${i}` })),
       );
-      await destination.db('app').createCollection('people', { viewOn: 'elsewhere', pipeline: [] });
+      const hold = await holdPlanning(source);
       await ferry.post('start', { source: 'cluster0', destination: 'cluster1' });
+      await hold.entered();
+      await destination.db('app').createCollection('people', { viewOn: 'elsewhere', pipeline: [] });
       const paused = await ferry.waitForProgress((p) => p.state === 'PAUSED');
       await destination.db('app').dropCollection('people');
       await ferry.post('resume');

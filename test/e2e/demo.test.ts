@@ -36,6 +36,7 @@ describe('npm run demo', () => {
       summaryFile,
     ]);
     assert.equal(run.code, 0, `${run.stdout}\n${run.stderr}`);
+    assert.match(run.stdout, /^Status page: http:\/\/127\.0\.0\.1:\d+\/ /m, 'the demo says where the status page is');
     const summary = JSON.parse(readFileSync(summaryFile, 'utf8'));
     assert.ok(summary.copiedBytes >= summary.source.bytes, 'the whole source was copied');
     assert.ok(summary.workload.writes > 0 && summary.workload.errors === 0, JSON.stringify(summary.workload));

@@ -59,9 +59,12 @@ export async function startFerry(
   const exit = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   let exited = false;
   void exit.then(() => (exited = true));
-  // The log file may hold an earlier process's lines: look only at what this one writes.
-  const skip = readLog(logFile).length;
-  const ownLog = () => readLog(logFile).slice(skip);
+  // Ferry renames an earlier run's ferry.log aside when it starts; until it has, the file holds
+  // that run's lines: look only at what this process wrote, from its first line on.
+  const ownLog = () => {
+    const lines = readLog(logFile);
+    return lines[0]?.pid === child.pid ? lines : [];
+  };
   let port: number | undefined;
   const startupDeadline = Date.now() + 30_000;
   while (port === undefined) {

@@ -21,7 +21,7 @@ import assert from 'node:assert/strict';
 import type { Document } from 'bson';
 import { MongoClient } from 'mongodb';
 import { spawnCluster, type ClusterProcess, type ShardedClusterHandle } from '../cluster/index.js';
-import { METADATA_DATABASE } from '../../src/domain/namespaces.js';
+import { isReservedDatabase, METADATA_DATABASE } from '../../src/domain/namespaces.js';
 import { RUN } from './copy-fixtures.js';
 import { startFerry, type FerryProcess } from './ferry-process.js';
 import {
@@ -172,6 +172,9 @@ describe('reverse refusals', { skip: local ? false : 'needs test clusters of its
     const db = `plain_${RUN}`;
     // Whatever the tests before left blocked.
     for (const client of pair.root) await client.db('admin').command({ setUserWriteBlockMode: 1, global: false });
+    // Like mongosync, a start needs an empty destination: what the tests before synced there goes.
+    const { databases } = await pair.root[1].db('admin').admin().listDatabases({ nameOnly: true });
+    for (const { name } of databases) if (!isReservedDatabase(name)) await pair.root[1].db(name).dropDatabase();
     await pair.app[0]
       .db(db)
       .collection('items')

@@ -165,4 +165,26 @@ describe('lanes', () => {
       { numRuns: 200 },
     );
   });
+
+  it('name a lane whose batch has been in flight since before a moment as stalled, with its events', async () => {
+    const { started, apply } = controlled();
+    const lanes = new Lanes({ lanes: 3, maxBatchEvents: 100, maxBatchBytes: 1 << 20, maxPendingBytes: 1 << 20, apply });
+    await lanes.add(1, eventBytes(1, 1), 1);
+    await lanes.add(1, eventBytes(2, 2), 2);
+    await tick();
+    assert.equal(started.length, 1);
+    const sent = Date.now();
+    assert.deepEqual(lanes.stalled(sent - 60_000), [], 'not in flight that long');
+    const [stall] = lanes.stalled(sent + 1);
+    assert.deepEqual({ lane: stall!.lane, events: stall!.events }, { lane: 1, events: seqsOf(started[0]!.batch).length });
+    assert.ok(stall!.since <= sent);
+    // The event queued meanwhile goes as the next batch, in flight from now on.
+    started[0]!.finish();
+    await tick();
+    assert.equal(started.length, 2);
+    assert.ok(lanes.stalled(Date.now() + 1)[0]!.since >= stall!.since);
+    started[1]!.finish();
+    await tick();
+    assert.deepEqual(lanes.stalled(Date.now() + 1), [], 'nothing in flight, nothing stalled');
+  });
 });

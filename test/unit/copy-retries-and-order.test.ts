@@ -50,4 +50,25 @@ describe('a partition copy that meets failures', () => {
     assert.equal(outcome.status, 'done');
     assert.deepEqual(written, ids);
   });
+
+  it('writes a natural-order partition of a collection that is not capped several batches at a time', async () => {
+    const ids = Array.from({ length: 300 }, (_, i) => (i * 7919) % 300);
+    const written: number[] = [];
+    const destination = recordingDestination(written, (batch) => (batch === 0 ? 50 : 0));
+    const outcome = await copyPartition(
+      partitionTask({
+        order: 'natural',
+        capped: false,
+        settings: { batchBytes: 1024, batchesInFlight: 4, checkpointIntervalMs: 0, writePath: 'decode' },
+      }),
+      copyResources(flakySource(ids), destination),
+    );
+    assert.equal(outcome.status, 'done');
+    assert.deepEqual(
+      [...written].sort((a, b) => a - b),
+      [...ids].sort((a, b) => a - b),
+      'every document once',
+    );
+    assert.notDeepEqual(written, ids, 'later batches were written while the first, slow one was in flight');
+  });
 });

@@ -4,7 +4,7 @@ import { pino } from 'pino';
 import type { PartitionOutcome, PartitionTask } from '../../src/copy/partition-copier.js';
 import { copyThreads, type CopyPool } from '../../src/copy/pool.js';
 import { CopyScheduler } from '../../src/copy/scheduler.js';
-import { StopFlag } from '../../src/copy/shared-state.js';
+import { SharedCounters, StopFlag } from '../../src/copy/shared-state.js';
 import type { Logger } from '../../src/log/logger.js';
 import type { PartitionRow, PartitionTable } from '../../src/meta/partitions.js';
 import { PartitionCopyFailed } from '../../src/errors/errors.js';
@@ -39,6 +39,7 @@ function harness(partitionsAtOnce: number, work: (task: PartitionTask, stop: Sto
   const pool = {
     partitions: partitionsAtOnce,
     stopFlag,
+    counters: new SharedCounters(),
     run: async (task: PartitionTask) => {
       events.push(`run ${task.key.index}`);
       running++;
@@ -60,10 +61,11 @@ function harness(partitionsAtOnce: number, work: (task: PartitionTask, stop: Sto
     partitions,
     settings,
     averageDocumentBytes: new Map(),
+    cappedNamespaces: new Set(['db.capped']),
     histograms: new HistogramSet(),
     logger,
   });
-  return { scheduler, events, mostRunning: () => mostRunning };
+  return { scheduler, events, mostRunning: () => mostRunning, running: () => running };
 }
 
 const done = (docs: number): PartitionOutcome => ({ status: 'done', copiedDocs: docs, copiedBytes: docs * 10, writePath: 'raw' });
@@ -135,5 +137,53 @@ describe('copyThreads', () => {
     assert.equal(copyThreads(8, 4), 3);
     assert.equal(copyThreads(4, 16), 4);
     assert.equal(copyThreads(1, 16), 1);
+  });
+
+  it('retune: more partitions at once start at once, fewer once running ones finish; the next partition gets new settings', async () => {
+    const release: (() => void)[] = [];
+    const seenSettings: number[] = [];
+    const { scheduler, running } = harness(1, async (task) => {
+      seenSettings.push(task.settings.batchBytes);
+      await new Promise<void>((resolve) => release.push(resolve));
+      return done(1);
+    });
+    const rows = Array.from({ length: 8 }, (_, i) => row(i));
+    const run = scheduler.run(rows);
+    const until = async (what: () => boolean) => {
+      while (!what()) await tick();
+    };
+    await until(() => running() === 1);
+    scheduler.retune(3, { ...settings, batchBytes: 4096 });
+    await until(() => running() === 3);
+    assert.equal(scheduler.running, 3);
+    assert.deepEqual(seenSettings, [1024, 4096, 4096]);
+    scheduler.retune(1, settings);
+    // The three running finish; only one lane goes on.
+    release.splice(0).forEach((open) => open());
+    await until(() => release.length === 1);
+    await tick();
+    assert.equal(running(), 1);
+    while (release.length > 0 || running() > 0) {
+      release.splice(0).forEach((open) => open());
+      await tick();
+    }
+    assert.equal(await run, 'done');
+    assert.equal(seenSettings.length, 8);
+  });
+
+  it('tells a natural-order partition whether its collection is capped (capped: one batch at a time, in order)', async () => {
+    const seen: [string, boolean | undefined][] = [];
+    const { scheduler } = harness(1, async (task) => {
+      seen.push([task.coll, task.capped]);
+      return done(1);
+    });
+    const at = (index: number, coll: string, order: 'id' | 'natural') =>
+      row(index, { key: { instance: 'i', ns: `db.${coll}`, index }, coll, order });
+    assert.equal(await scheduler.run([at(0, 'capped', 'natural'), at(1, 'uuids', 'natural'), at(2, 'c', 'id')]), 'done');
+    assert.deepEqual(seen, [
+      ['capped', true],
+      ['uuids', false],
+      ['c', undefined],
+    ]);
   });
 });

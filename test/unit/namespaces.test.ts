@@ -14,15 +14,17 @@ describe('namespace selection: what is never synced', () => {
     assert.equal(everything.selectsDatabase('shop'), true);
   });
 
-  it('never selects admin, local, config or the metadata database, even when included by name', () => {
+  it('never selects admin, local, config, the metadata database or Atlas’s __mdb_internal ones, even when included by name', () => {
     const selector = createNamespaceSelector([
       { database: 'admin' },
       { database: 'local' },
       { database: 'config' },
       { database: METADATA_DATABASE },
+      { database: '__mdb_internal_search' },
       { databaseRegex: { pattern: '.*' } },
     ]);
-    for (const db of ['admin', 'local', 'config', METADATA_DATABASE]) {
+    // Atlas's own databases (`__mdb_internal…`) are left alone as mongosync leaves them.
+    for (const db of ['admin', 'local', 'config', METADATA_DATABASE, '__mdb_internal_search', '__mdb_internal_mongosync']) {
       assert.equal(selector.selectsDatabase(db), false, db);
       assert.equal(selector.selects(db, 'anything'), false, db);
       assert.equal(everything.selects(db, 'anything'), false, db);

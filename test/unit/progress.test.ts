@@ -121,3 +121,21 @@ describe('by state', () => {
     );
   });
 });
+
+describe('warnings Ferry adds by itself', () => {
+  const blocking = { ...request, enableUserWriteBlocking: 'sourceAndDestination' as const };
+  const withRequest = (state: State, req: typeof request) =>
+    buildProgress({ state, request: req, clusters, id: 'i', snapshot: quiet, warnings: [] });
+
+  it('the source stays write-blocked after a commit with sourceAndDestination: named, with the command that lifts it', () => {
+    for (const state of ['COMMITTING', 'COMMITTED'] as const) {
+      const [warning, ...rest] = withRequest(state, blocking).warnings!;
+      assert.deepEqual(rest, []);
+      assert.match(warning!, /User writes are blocked on the source \(cluster0: a\.example:1\)/);
+      assert.match(warning!, /setUserWriteBlockMode: 1, global: false/);
+      assert.doesNotMatch(warning!, /u:p@/);
+    }
+    assert.deepEqual(withRequest('RUNNING', blocking).warnings, [], 'not before the commit');
+    assert.deepEqual(withRequest('COMMITTED', { ...request, enableUserWriteBlocking: 'destinationOnly' }).warnings, [], 'not unblocked');
+  });
+});

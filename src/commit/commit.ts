@@ -23,6 +23,7 @@
  */
 import { appendOplogNote, setUserWriteBlocking } from '../cluster/commands.js';
 import { asClusterError } from '../cluster/errors.js';
+import { clusterTopology } from '../cluster/sharding.js';
 import { redactUris } from '../domain/credentials.js';
 import { blocksDestination, blocksSource } from '../domain/start-request.js';
 import { describeTime } from '../domain/time.js';
@@ -136,7 +137,10 @@ export class Commit implements CommitPhase {
       await this.#record.mark('appliedAt');
     }
     if (doc.restoredAt === undefined) {
-      const steps = await planRestore(source.client, destination.client, await new NamespaceRecords(store).list());
+      const steps = await planRestore(source.client, destination.client, await new NamespaceRecords(store).list(), {
+        perShard: (await clusterTopology(destination.client)) === 'sharded',
+        dropPlaceholders: request.buildIndexes !== 'never',
+      });
       const failures = await runRestore(destination.client, steps);
       if (failures.length > 0) return failures;
       logger.info('Commit: every temporary characteristic restored on the destination');

@@ -17,10 +17,17 @@
  * The steps are computed from both clusters each time (what already matches needs nothing), so a
  * commit interrupted half-way computes only what remains. A step that fails does not stop the
  * others; every failure is returned by namespace and index name.
+ *
+ * On a sharded destination each shard's indexes are compared (`$indexStats`: a `collMod` through
+ * mongos runs on every shard, but only the shards say whether each of them took it), so a
+ * characteristic is restored, and found restored, on every shard. A placeholder index built only
+ * to support a shard key (src/plan/sharding.ts) is dropped, except with `buildIndexes: never`
+ * (spec §4.1 rule 9: the collection keeps it, having no other).
  */
 import type { Document } from 'bson';
 import type { MongoClient } from 'mongodb';
-import { collectionEntry, collMod, listIndexSpecs } from '../cluster/commands.js';
+import { collectionEntry, collMod, dropIndex, listIndexSpecs } from '../cluster/commands.js';
+import { indexSpecsByShard } from '../cluster/sharding.js';
 import type { Namespace } from '../domain/namespaces.js';
 import { type NamespaceRecord } from '../meta/namespaces.js';
 import { namespaceOf } from '../domain/namespaces.js';
@@ -38,6 +45,8 @@ export interface RestoreStep {
   what: string;
   /** The `collMod` options (without `collMod` itself). */
   change: Document;
+  /** Drop the index instead (a shard key's placeholder). */
+  drop?: true;
 }
 
 /** A step the destination refused. */
@@ -105,32 +114,64 @@ async function collectionOptions(client: MongoClient, ns: Namespace): Promise<Do
   return (await collectionEntry(client, ns))?.options;
 }
 
+/** How `planRestore` looks at the destination. */
+export interface RestoreOptions {
+  /** The destination is sharded: compare every shard's indexes. Default false. */
+  perShard?: boolean;
+  /** Drop shard keys' placeholder indexes (all but `buildIndexes: never`). Default false. */
+  dropPlaceholders?: boolean;
+}
+
+/** The destination's indexes of `ns`: one list, or one per shard. */
+async function destinationIndexLists(destination: MongoClient, ns: Namespace, perShard: boolean): Promise<Document[][]> {
+  if (!perShard) return [await listIndexes(destination, ns)];
+  return [...(await indexSpecsByShard(destination, ns)).values()];
+}
+
+/** Steps once each: the same step found on several shards is one `collMod` (mongos runs it on all). */
+function distinct(steps: readonly RestoreStep[]): RestoreStep[] {
+  const seen = new Set<string>();
+  return steps.filter((step) => {
+    const key = JSON.stringify([namespaceOf(step.ns), step.index ?? null, step.what]);
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
+}
+
 /** Every step the collections of `records` still need (see the module comment). */
 export async function planRestore(
   source: MongoClient,
   destination: MongoClient,
   records: readonly NamespaceRecord[],
+  options: RestoreOptions = {},
 ): Promise<RestoreStep[]> {
   const steps: RestoreStep[] = [];
   for (const record of records.filter((r) => r.type === 'collection')) {
     const ns = { db: record.db, coll: record.coll };
-    const [sourceIndexes, destinationIndexes, sourceOptions, destinationOptions] = await Promise.all([
+    const [sourceIndexes, destinationLists, sourceOptions, destinationOptions] = await Promise.all([
       listIndexes(source, ns),
-      listIndexes(destination, ns),
+      destinationIndexLists(destination, ns, options.perShard === true),
       collectionOptions(source, ns),
       collectionOptions(destination, ns),
     ]);
-    const onDestination = byName(destinationIndexes);
-    for (const index of sourceIndexes) {
-      const counterpart = onDestination.get(String(index.name));
-      if (index.name === ID_INDEX_NAME || counterpart === undefined) continue; // not built (buildIndexes)
-      steps.push(...indexSteps(ns, index, counterpart));
+    for (const destinationIndexes of destinationLists) {
+      const onDestination = byName(destinationIndexes);
+      for (const index of sourceIndexes) {
+        const counterpart = onDestination.get(String(index.name));
+        if (index.name === ID_INDEX_NAME || counterpart === undefined) continue; // not built (buildIndexes)
+        steps.push(...indexSteps(ns, index, counterpart));
+      }
+    }
+    const placeholder = record.sharding?.supportingIndex.origin === 'placeholder' ? String(record.sharding.supportingIndex.spec.name) : '';
+    if (options.dropPlaceholders === true && destinationLists.some((list) => list.some((index) => index.name === placeholder))) {
+      steps.push({ ns, index: placeholder, what: 'placeholder index', change: {}, drop: true });
     }
     if (sourceOptions !== undefined && destinationOptions !== undefined) {
       steps.push(...cappedSteps(ns, sourceOptions, destinationOptions), ...collectionTtlSteps(ns, sourceOptions, destinationOptions));
     }
   }
-  return steps;
+  return distinct(steps);
 }
 
 /** Runs the steps in order (an index's `prepareUnique` before its `unique`); returns the failures. */
@@ -141,7 +182,8 @@ export async function runRestore(destination: MongoClient, steps: readonly Resto
     if (step.what === 'unique' && failures.some((f) => f.step.index === step.index && namespaceOf(f.step.ns) === namespaceOf(step.ns)))
       continue;
     try {
-      await collMod(destination, step.ns, step.change);
+      if (step.drop === true) await dropIndex(destination, step.ns, step.index!);
+      else await collMod(destination, step.ns, step.change);
     } catch (error) {
       const { codeName, message } = error as { codeName?: string; message?: string };
       failures.push({ step, codeName: codeName ?? 'Error', message: message ?? String(error) });

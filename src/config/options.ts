@@ -14,7 +14,7 @@
  * `live: true` will mark an option that may change while Ferry runs (a later SIGHUP re-reads it
  * and hands the new settings to the phases); no option is live yet.
  */
-import type { ClusterEndpoint } from '../domain/clusters.js';
+import { DEFAULT_INSTANCE_ID, type ClusterEndpoint } from '../domain/clusters.js';
 import { VERBOSITY_LEVELS } from '../domain/constants.js';
 
 const MiB = 1024 * 1024;
@@ -117,7 +117,7 @@ export const OPTIONS = {
   },
   id: {
     type: 'text',
-    default: 'coordinator',
+    default: DEFAULT_INSTANCE_ID,
     valueName: '<id>',
     help: 'instance identifier',
     meaning: 'instance id: `mongosyncID`/`coordinatorID` in progress, `mongosyncID` in every log line',

@@ -2,12 +2,15 @@
  * The planning phase, the first part of a sync's initial copy (`planning` in its resume
  * document), each step recorded before the next so that a restart redoes only what is missing:
  * the source catalog is read and every selected namespace recorded (once: the snapshot taken
- * after T0 is kept); each collection and view is created on the destination (collections first,
- * so a view's source exists); each collection is measured, sampled and split into `_id`-range
+ * after T0 is kept), with the shard key of each collection the destination shards (sharding.ts);
+ * each collection and view is created on the destination (collections first, so a view's source
+ * exists); each collection to shard is sharded, its chunks pre-split and spread over the
+ * destination's shards; each collection is measured, sampled and split into `_id`-range
  * partitions written to the partition table; with `beforeDataCopy`/`excludeHashed`, indexes are
  * built. Then the sync enters `copying`.
  */
 import { isNamespaceNotFound } from '../cluster/errors.js';
+import { clusterTopology, shardedCollections, type ShardedCollection } from '../cluster/sharding.js';
 import { PLANNING_PARALLELISM } from '../config/settings.js';
 import { indexBuildTime } from '../domain/catalog.js';
 import { namespaceOf } from '../domain/namespaces.js';
@@ -20,6 +23,7 @@ import { planCollectionCopy } from './copy-plan.js';
 import { createOnDestination, forEachBounded } from './destination.js';
 import { buildPendingIndexes, IndexBuildProgress } from './index-builds.js';
 import { selectorFor } from './namespaces.js';
+import { destinationShardKey, shardOnDestination } from './sharding.js';
 
 export class Planning implements Phase {
   readonly name = 'planning';
@@ -61,9 +65,14 @@ export class Planning implements Phase {
     const buildTime = indexBuildTime(request.buildIndexes);
     if (!resume.catalogRecorded) {
       const catalog = await readSourceCatalog(source.client, selectorFor(request), logger);
+      const sharded = await this.#destinationSharding();
       // A crash may have left part of an earlier snapshot: start it over.
       await this.#partitions.deleteAll();
-      await this.#namespaces.replaceAll(catalog.map((ns) => namespaceRecord(ns, buildTime, request)));
+      await this.#namespaces.replaceAll(
+        catalog.map((ns) =>
+          namespaceRecord(ns, buildTime, request, sharded ? destinationShardKey(request, ns, sharded.source) : undefined),
+        ),
+      );
       await new ResumeStore(this.#context.store).markCatalogRecorded();
       logger.info({ namespaces: catalog.length }, `Source catalog recorded: ${catalog.length} namespace(s)`);
     }
@@ -75,6 +84,13 @@ export class Planning implements Phase {
       if (record.created) continue;
       await createOnDestination(destination.client, record);
       await this.#namespaces.markDone(record, 'created');
+    }
+    // Sharded before anything is copied, so the copy loads every shard from its first byte.
+    for (const record of records) {
+      if (this.#stopping) return 'stopped';
+      if (record.sharding === undefined || record.sharded === true) continue;
+      await shardOnDestination(source.client, destination.client, record, logger);
+      await this.#namespaces.markDone(record, 'sharded');
     }
     // Measuring and sampling wait on the source: several collections at once.
     await forEachBounded(
@@ -91,6 +107,17 @@ export class Planning implements Phase {
     }
     await this.#context.enterSyncPhase('copying');
     return 'done';
+  }
+
+  /**
+   * Whether the destination shards collections: false for a replica set; for a sharded cluster,
+   * the source's sharded collections when it is sharded too (their keys are kept).
+   */
+  async #destinationSharding(): Promise<false | { source?: ReadonlyMap<string, ShardedCollection> }> {
+    const { source, destination } = this.#context;
+    if ((await clusterTopology(destination.client)) !== 'sharded') return false;
+    if ((await clusterTopology(source.client)) !== 'sharded') return {};
+    return { source: await shardedCollections(source.client) };
   }
 
   /** Measures, samples and splits one collection into partitions, recorded. */

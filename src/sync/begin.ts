@@ -31,11 +31,6 @@ export interface SyncTarget {
  * left write-blocked, counting on a way back that does not exist.
  */
 export function refuseUnsupported(request: StartRequest): void {
-  if ((request.sharding?.shardingEntries.length ?? 0) > 0) {
-    throw new NotImplemented(
-      'sharding collections on the destination (sharding.shardingEntries) is not implemented in this build of Ferry',
-    );
-  }
   if (request.reversible) {
     throw new NotImplemented(
       'reversible syncs are not implemented in this build of Ferry (it cannot sync back from the destination); start with reversible false',

@@ -117,7 +117,7 @@ export class SyncOrchestrator implements SyncControl {
 
   async preflight(request: StartRequest): Promise<void> {
     refuseUnsupported(request);
-    await runPreflight(request, { clusters: this.#options.clusters });
+    await runPreflight(request, { clusters: this.#options.clusters, id: this.#options.id });
   }
 
   async start(request: StartRequest): Promise<void> {

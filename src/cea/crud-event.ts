@@ -28,9 +28,11 @@ export interface CrudEvent {
   fullDocument: Uint8Array | null | undefined;
   /** The collection's UUID as the event names it (absent from streams without expanded events). */
   collectionUUID?: unknown;
+  /** An update's `updateDescription` (bytes of the sub-document): which fields it changed. */
+  updateDescription?: Uint8Array;
 }
 
-const FIELDS = ['operationType', 'ns', 'documentKey', 'fullDocument', 'collectionUUID'].map(encodeFieldName);
+const FIELDS = ['operationType', 'ns', 'documentKey', 'fullDocument', 'collectionUUID', 'updateDescription'].map(encodeFieldName);
 const NS_FIELDS = ['db', 'coll'].map(encodeFieldName);
 const ID = encodeFieldName('_id');
 
@@ -43,7 +45,7 @@ function string(buf: Uint8Array, element: RawElement | undefined, field: string)
 
 /** Reads the CRUD event at `offset` of `buf`; throws if it is not one or lacks a field it needs. */
 export function readCrudEvent(buf: Uint8Array, offset = 0): CrudEvent {
-  const [operationType, ns, documentKey, fullDocument, collectionUUID] = findElements(buf, FIELDS, offset);
+  const [operationType, ns, documentKey, fullDocument, collectionUUID, updateDescription] = findElements(buf, FIELDS, offset);
   const type = string(buf, operationType, 'operationType');
   if (!isCrudOperation(type))
     throw new UnexpectedBsonType({
@@ -76,5 +78,8 @@ export function readCrudEvent(buf: Uint8Array, offset = 0): CrudEvent {
     fullDocument: document,
   };
   if (collectionUUID !== undefined) event.collectionUUID = decodeValue(buf, collectionUUID);
+  if (updateDescription !== undefined && updateDescription.type === BsonType.document) {
+    event.updateDescription = buf.subarray(updateDescription.valueOffset, updateDescription.valueEnd);
+  }
   return event;
 }

@@ -25,8 +25,9 @@ import type { Logger } from '../log/logger.js';
 import type { NamespaceRecord, NamespaceRecords } from '../meta/namespaces.js';
 import { namespaceRecord, readSourceNamespace } from '../plan/catalog.js';
 import { buildIndex, createOnDestination } from '../plan/destination.js';
+import type { ShardKeyPattern } from '../cluster/shard-key.js';
 import { sendStatements } from './destination-writes.js';
-import { upsertStatement } from './write-plan.js';
+import { documentWrites, type NamespaceWrites } from './write-plan.js';
 
 /** What reading a collection again needs. */
 export interface ResyncContext {
@@ -85,23 +86,37 @@ async function deleteMissing(source: Collection, destination: Collection): Promi
   return deleted;
 }
 
-/** Writes every source document to the destination (upserting replaces). */
-async function writeAll(source: MongoClient, ns: Namespace, destinationDb: Db): Promise<number> {
-  let statements: Uint8Array[] = [];
+/**
+ * Writes every source document to the destination (upserting replaces; on a collection sharded
+ * there, with its shard key, and deleting any copy under another key).
+ */
+async function writeAll(source: MongoClient, ns: Namespace, destinationDb: Db, shardKey: ShardKeyPattern | undefined): Promise<number> {
+  const empty = (): NamespaceWrites => ({
+    ...ns,
+    ...(shardKey === undefined ? {} : { shardKey }),
+    upserts: [],
+    deletes: [],
+    deletedIds: [],
+    movedIds: [],
+    unresolved: [],
+  });
+  let writes = empty();
   let bytes = 0;
   let written = 0;
   const flush = async () => {
-    if (statements.length === 0) return;
-    await sendStatements(destinationDb, 'update', ns.coll, statements);
-    written += statements.length;
-    statements = [];
+    if (writes.upserts.length === 0) return;
+    // Copies under another shard key first: on their shard they would be a duplicate `_id` for the upsert.
+    if (writes.deletes.length > 0) await sendStatements(destinationDb, 'delete', ns.coll, writes.deletes);
+    await sendStatements(destinationDb, 'update', ns.coll, writes.upserts);
+    written += writes.upserts.length;
+    writes = empty();
     bytes = 0;
   };
   for await (const document of findRaw(source, ns, {}, { sort: { _id: 1 }, hint: { _id: 1 }, batchSize: BATCH_DOCUMENTS })) {
     const id = findId(document);
-    statements.push(upsertStatement(document.subarray(id.nameOffset - 1, id.valueEnd), document));
+    documentWrites(writes, document.subarray(id.nameOffset - 1, id.valueEnd), document, true);
     bytes += document.length;
-    if (statements.length >= BATCH_DOCUMENTS || bytes >= BATCH_BYTES) await flush();
+    if (writes.upserts.length >= BATCH_DOCUMENTS || bytes >= BATCH_BYTES) await flush();
   }
   await flush();
   return written;
@@ -110,7 +125,10 @@ async function writeAll(source: MongoClient, ns: Namespace, destinationDb: Db): 
 /** Makes the destination's `ns` what the source's is now (see the module comment). */
 export async function resyncCollection(context: ResyncContext, ns: Namespace): Promise<void> {
   const { destination, records, logger } = context;
-  const record = await sourceRecord(context, ns);
+  // Sharded on the destination (by Ferry, before): it stays so, with its key.
+  const sharding = (await records.get(ns))?.sharding;
+  const found = await sourceRecord(context, ns);
+  const record = found === undefined || sharding === undefined ? found : { ...found, sharding, sharded: true };
   const destinationDb = destination.db(ns.db);
   if (record === undefined) {
     // Gone from the source since: its drop (or next rename) follows; hold nothing under this name meanwhile.
@@ -129,7 +147,7 @@ export async function resyncCollection(context: ResyncContext, ns: Namespace): P
     for (const plan of record.indexes) await buildIndex(destination, ns, plan);
     const source = context.source.db(ns.db).collection(ns.coll);
     const deleted = await deleteMissing(source, destinationDb.collection(ns.coll));
-    const written = await writeAll(context.source, ns, destinationDb);
+    const written = await writeAll(context.source, ns, destinationDb, record.sharding?.key);
     logger.info(
       { ns: namespaceOf(ns), written, deleted },
       `${namespaceOf(ns)} read again whole from the source: ${written} document(s) written, ${deleted} removed`,

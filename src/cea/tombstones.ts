@@ -22,6 +22,7 @@ import { findId } from '../bson/index.js';
 import { MAJORITY } from '../cluster/concerns.js';
 import { isDuplicateKey } from '../cluster/errors.js';
 import { writeRaw } from '../cluster/raw-writes.js';
+import { shardKeyOf, type ShardKeyPattern } from '../cluster/shard-key.js';
 import { METADATA_DATABASE, splitNamespace } from '../domain/namespaces.js';
 import { TombstoneWriteRefused } from '../errors/errors.js';
 import type { Logger } from '../log/logger.js';
@@ -70,8 +71,28 @@ function keyOf(id: unknown): string {
 /** The binary collation: strings equal only when their bytes are. */
 const SIMPLE_COLLATION = { locale: 'simple' };
 
+/** Deletes, on a sharded destination, the copies of `held` documents whose shard key is not the source's; returns how many. */
+async function deleteOtherKeys(
+  destination: MongoClient,
+  ns: { db: string; coll: string },
+  held: readonly Document[],
+  key: ShardKeyPattern,
+): Promise<number> {
+  const others = Object.fromEntries(Object.entries(key).filter(([path]) => path !== '_id'));
+  if (held.length === 0 || Object.keys(others).length === 0) return 0;
+  const result = await destination
+    .db(ns.db)
+    .collection(ns.coll)
+    .bulkWrite(
+      held.map((doc) => ({ deleteMany: { filter: { _id: doc._id, $nor: [shardKeyOf(doc, others)] }, collation: SIMPLE_COLLATION } })),
+      { ordered: false, writeConcern: MAJORITY },
+    );
+  return result.deletedCount;
+}
+
 /**
  * The sweep (see the module comment). Call only with every lane drained and the copy complete.
+ * `shardKeys`: the destination's shard keys by `db.coll`, for the collections sharded there.
  * Returns how many documents it deleted on the destination.
  */
 export async function sweepTombstones(
@@ -79,6 +100,7 @@ export async function sweepTombstones(
   destination: MongoClient,
   store: MetadataStore,
   logger: Logger,
+  shardKeys: Readonly<Record<string, ShardKeyPattern>> = {},
 ): Promise<number> {
   const collection = store.collection<TombstoneDocument>('tombstones');
   const tombstones = (await collection.find({ instance: store.instance }, TYPE_FAITHFUL_READ).toArray()) as TombstoneDocument[];
@@ -87,14 +109,17 @@ export async function sweepTombstones(
   let deleted = 0;
   for (const [ns, ids] of byNamespace) {
     const { db, coll } = splitNamespace(ns);
+    const shardKey = shardKeys[ns];
+    const projection = { _id: 1, ...Object.fromEntries(Object.keys(shardKey ?? {}).map((path) => [path, 1])) };
     for (let start = 0; start < ids.length; start += SWEEP_CHUNK) {
       const chunk = ids.slice(start, start + SWEEP_CHUNK);
       const present = await source
         .db(db)
         .collection(coll)
         // The primary: a lagging secondary (a URI's readPreference) could still hold a deleted document.
-        .find({ _id: { $in: chunk } } as Document, { projection: { _id: 1 }, readPreference: 'primary', ...TYPE_FAITHFUL_READ })
+        .find({ _id: { $in: chunk } } as Document, { projection, readPreference: 'primary', ...TYPE_FAITHFUL_READ })
         .toArray();
+      if (shardKey !== undefined) deleted += await deleteOtherKeys(destination, { db, coll }, present, shardKey);
       const held = new Set(present.map((doc) => keyOf(doc._id)));
       const gone = chunk.filter((id) => !held.has(keyOf(id)));
       if (gone.length === 0) continue;

@@ -30,6 +30,11 @@ export interface CrudEvent {
   collectionUUID?: unknown;
   /** An update's `updateDescription` (bytes of the sub-document): which fields it changed. */
   updateDescription?: Uint8Array;
+  /**
+   * The `documentKey` (bytes of the sub-document) when it holds more than `_id`: the event comes
+   * from a collection sharded on the source, and these are the document's shard-key values then.
+   */
+  documentKey?: Uint8Array;
 }
 
 const FIELDS = ['operationType', 'ns', 'documentKey', 'fullDocument', 'collectionUUID', 'updateDescription'].map(encodeFieldName);
@@ -78,6 +83,10 @@ export function readCrudEvent(buf: Uint8Array, offset = 0): CrudEvent {
     fullDocument: document,
   };
   if (collectionUUID !== undefined) event.collectionUUID = decodeValue(buf, collectionUUID);
+  // More than `_id`: its element ends before the document does (less its terminating byte).
+  if (id.valueEnd < documentKey.valueEnd - 1 || id.nameOffset - 1 > documentKey.valueOffset + 4) {
+    event.documentKey = buf.subarray(documentKey.valueOffset, documentKey.valueEnd);
+  }
   if (updateDescription !== undefined && updateDescription.type === BsonType.document) {
     event.updateDescription = buf.subarray(updateDescription.valueOffset, updateDescription.valueEnd);
   }

@@ -27,10 +27,20 @@
  * replace, a delete, an insert after other events, an update whose `updateDescription` touches
  * a key field, or one whose document must be looked up again), a second statement deletes every
  * copy of it whose key is not the new one (`{_id, $nor: [{<key>}]}`), whichever shard holds it.
- * Both statements name the new key, so they commute: the batch stays unordered. Those `_id`s are
- * `movedIds`: while the initial copy runs, they get tombstones (tombstones.ts), as deletes do.
+ * Those `_id`s are `movedIds`: while the initial copy runs, they get tombstones (tombstones.ts),
+ * as deletes do; a batch with any runs its deletes before its upserts (apply-batch.ts): on the
+ * shard that holds an old copy, the upsert under the new key would meet it as a duplicate `_id`.
+ *
+ * A sharded source reports an update that moves a document to another shard as a delete (under
+ * the old key) and an insert (under the new), in either order (SERVER-95461, SERVER-104246).
+ * Every event of such a collection has the shard key in its `documentKey`, so a delete removes
+ * only the document under the key it had (`{q: <documentKey>}`): arriving after the insert, it
+ * leaves the new version alone, in the same batch as in a later one (then it is kept beside the
+ * insert instead of replacing it). An insert of such a collection into one sharded on the
+ * destination deletes other-key copies too: its delete may be still to come.
  */
 import { shardKeyValues, type RawKeyValue, type ShardKeyPattern } from '../cluster/shard-key.js';
+import { elementName, forEachElement } from '../bson/index.js';
 import { RawDocumentBuilder } from './raw-document.js';
 import type { CrudEvent } from './crud-event.js';
 import { mayChangeShardKey } from './shard-key-change.js';
@@ -87,6 +97,18 @@ export function deleteStatement(idElement: Uint8Array, everyShard = false): Uint
 }
 
 /**
+ * `{q: <documentKey>, limit}`: the delete of a sharded source's document under the shard key it
+ * had (its `documentKey`), so that it never removes the document under its new key (see the
+ * module comment); `limit: 0` on a sharded destination, as `deleteStatement`.
+ */
+export function keyedDeleteStatement(documentKey: Uint8Array, everyShard = false): Uint8Array {
+  return new RawDocumentBuilder()
+    .document('q', documentKey)
+    .int32('limit', everyShard ? 0 : 1)
+    .finish();
+}
+
+/**
  * `{q: {_id, $nor: [{<shard key>}]}, limit: 0}`: every copy of the document whose shard key is not
  * `key` (left under an old key, on whatever shard); undefined when the key is `_id` alone.
  */
@@ -118,7 +140,9 @@ export function documentWrites(writes: NamespaceWrites, idElement: Uint8Array, d
 function mayMoveDocument(event: CrudEvent, first: boolean, key: ShardKeyPattern): boolean {
   switch (event.operationType) {
     case 'insert':
-      return !first;
+      // On a sharded source an insert may be the second half of a cross-shard move, its delete
+      // still to come (module comment): the other-key copy goes now.
+      return !first || event.documentKey !== undefined;
     case 'update':
       return event.fullDocument === null || mayChangeShardKey(event.updateDescription, key);
     default:
@@ -126,18 +150,46 @@ function mayMoveDocument(event: CrudEvent, first: boolean, key: ShardKeyPattern)
   }
 }
 
+/**
+ * Whether a delete event (from a sharded source: with a `documentKey`) is about another version of
+ * its document than `previous`, an insert or replace of it under another shard key: the two
+ * halves of a cross-shard move, in either order (see the module comment).
+ */
+function deletesAnotherVersion(deletion: CrudEvent, previous: CrudEvent | undefined): boolean {
+  if (deletion.documentKey === undefined || previous === undefined || !previous.fullDocument) return false;
+  if (previous.operationType !== 'insert' && previous.operationType !== 'replace') return false;
+  const fields = shardKeyValues(deletion.documentKey, documentKeyPattern(deletion.documentKey));
+  const current = shardKeyValues(previous.fullDocument, documentKeyPattern(deletion.documentKey));
+  return fields.some((field, i) => field.type !== current[i]!.type || Buffer.compare(field.value, current[i]!.value) !== 0);
+}
+
+/** The fields of a `documentKey` as a key pattern (their values are what matters, not their order). */
+function documentKeyPattern(documentKey: Uint8Array): Record<string, 1> {
+  const pattern: Record<string, 1> = {};
+  forEachElement(documentKey, (element) => {
+    pattern[elementName(documentKey, element)] = 1;
+  });
+  return pattern;
+}
+
 /** The writes for `events`, in stream order (see the module comment); `shardKeys` by `db.coll`. */
 export function planWrites(events: readonly CrudEvent[], shardKeys: Readonly<Record<string, ShardKeyPattern>> = {}): WritePlan {
   const last = new Map<string, CrudEvent>();
   const moving = new Set<string>();
+  /** Deletes of a document's other version (a cross-shard move's delete after its insert). */
+  const otherVersions: CrudEvent[] = [];
   for (const event of events) {
     const document = `${event.db}.${event.coll}\0${event.key}`;
     const key = shardKeys[`${event.db}.${event.coll}`];
+    if (event.operationType === 'delete' && deletesAnotherVersion(event, last.get(document))) {
+      otherVersions.push(event);
+      continue;
+    }
     if (key !== undefined && mayMoveDocument(event, !last.has(document), key)) moving.add(document);
     last.set(document, event);
   }
   const byNamespace = new Map<string, NamespaceWrites>();
-  for (const [document, event] of last) {
+  const writesOf = (event: CrudEvent): NamespaceWrites => {
     const name = `${event.db}.${event.coll}`;
     let writes = byNamespace.get(name);
     if (writes === undefined) {
@@ -146,8 +198,24 @@ export function planWrites(events: readonly CrudEvent[], shardKeys: Readonly<Rec
       if (shardKey !== undefined) writes.shardKey = shardKey;
       byNamespace.set(name, writes);
     }
+    return writes;
+  };
+  const remove = (writes: NamespaceWrites, event: CrudEvent) =>
+    writes.deletes.push(
+      event.documentKey === undefined
+        ? deleteStatement(event.idElement, writes.shardKey !== undefined)
+        : keyedDeleteStatement(event.documentKey, writes.shardKey !== undefined),
+    );
+  for (const event of otherVersions) {
+    const writes = writesOf(event);
+    remove(writes, event);
+    // Applied before the batch's upserts (apply-batch.ts): the old version may share a shard with the new.
+    writes.movedIds.push(event.idElement);
+  }
+  for (const [document, event] of last) {
+    const writes = writesOf(event);
     if (event.operationType === 'delete') {
-      writes.deletes.push(deleteStatement(event.idElement, writes.shardKey !== undefined));
+      remove(writes, event);
       writes.deletedIds.push(event.idElement);
     } else if (event.fullDocument) {
       documentWrites(writes, event.idElement, event.fullDocument, moving.has(document));
@@ -157,5 +225,6 @@ export function planWrites(events: readonly CrudEvent[], shardKeys: Readonly<Rec
       writes.unresolved.push(unresolved);
     }
   }
-  return { namespaces: [...byNamespace.values()], events: events.length, coalesced: events.length - last.size };
+  const coalesced = events.length - last.size - otherVersions.length;
+  return { namespaces: [...byNamespace.values()], events: events.length, coalesced };
 }

@@ -149,6 +149,51 @@ async function assertSameData(destination: MongoClient, db: string): Promise<voi
 }
 
 describe('sharded source through its mongos', () => {
+  // First: once a sync committed, the destination remembers it (the default id's state).
+  it('refuses sharding entries, a replicaSet option on a mongos, another --id and a running source balancer, writing nothing', async () => {
+    const db = `refused_${RUN}`;
+    await source
+      .db(db)
+      .collection('things')
+      .insertMany(Array.from({ length: 10 }, (_, i) => ({ _id: i })) as never[]);
+    const start = { source: 'cluster0', destination: 'cluster1', includeNamespaces: [{ database: db }] };
+    const expectRefused = async (args: string[], body: Document, error: string, describes: RegExp) => {
+      const ferry = await startFerry(['--cluster0', sourceUri, '--cluster1', shardedUri, ...args]);
+      try {
+        const reply = await ferry.post('start', { ...start, ...body });
+        assert.equal(reply.status, 422, JSON.stringify(reply.body));
+        assert.equal(reply.body.error, error);
+        assert.match(reply.body.errorDescription, describes);
+        assert.equal((await ferry.progress()).state, 'IDLE');
+      } finally {
+        assert.equal(await ferry.stop(), 0);
+      }
+    };
+    const entry = { database: db, collection: 'things', shardCollection: { key: [{ _id: 1 }] } };
+    await expectRefused([], { sharding: { createSupportingIndexes: false, shardingEntries: [entry] } }, 'ShardingNotAllowed', /sharding/);
+    await expectRefused(['--id', 'shard01'], {}, 'InstanceIdNotAllowed', /--id/);
+    const url = new URL(sourceUri);
+    url.searchParams.set('replicaSet', 'rs0');
+    const withReplicaSet = url.toString();
+    const ferry = await startFerry(['--cluster0', withReplicaSet, '--cluster1', shardedUri]);
+    try {
+      const reply = await ferry.post('start', start);
+      assert.equal(reply.status, 422, JSON.stringify(reply.body));
+      assert.equal(reply.body.error, 'ReplicaSetOptionOnMongos');
+      assert.match(reply.body.errorDescription, /replicaSet/);
+    } finally {
+      assert.equal(await ferry.stop(), 0);
+    }
+    await source.db('admin').command({ balancerStart: 1 });
+    try {
+      await expectRefused([], {}, 'BalancerRunning', /balancerStop/);
+    } finally {
+      await source.db('admin').command({ balancerStop: 1 });
+    }
+    const { databases } = await sharded.db('admin').command({ listDatabases: 1, nameOnly: true });
+    assert.ok(!(databases as { name: string }[]).some((d) => d.name === db), 'nothing of it on the destination');
+  });
+
   it('sharded → sharded: the same keys, data on every destination shard, migrations not applied', async () => {
     const db = `s2s_${RUN}`;
     await writeSourceData(db);

@@ -22,12 +22,14 @@
  * mongos runs on every shard, but only the shards say whether each of them took it), so a
  * characteristic is restored, and found restored, on every shard. A placeholder index built only
  * to support a shard key (src/plan/sharding.ts) is dropped, except with `buildIndexes: never`
- * (spec §4.1 rule 9: the collection keeps it, having no other).
+ * (spec §4.1 rule 9: the collection keeps it, having no other), and wherever no other index
+ * supports the key.
  */
 import type { Document } from 'bson';
 import type { MongoClient } from 'mongodb';
 import { collectionEntry, collMod, dropIndex, listIndexSpecs } from '../cluster/commands.js';
 import { indexSpecsByShard } from '../cluster/sharding.js';
+import { supportsShardKey } from '../cluster/shard-key.js';
 import type { Namespace } from '../domain/namespaces.js';
 import { type NamespaceRecord } from '../meta/namespaces.js';
 import { namespaceOf } from '../domain/namespaces.js';
@@ -164,7 +166,12 @@ export async function planRestore(
       }
     }
     const placeholder = record.sharding?.supportingIndex.origin === 'placeholder' ? String(record.sharding.supportingIndex.spec.name) : '';
-    if (options.dropPlaceholders === true && destinationLists.some((list) => list.some((index) => index.name === placeholder))) {
+    // Dropped only where another index supports the key (mongod refuses to drop the last one:
+    // with `excludeHashed`, a hashed supporting index is never built, and the placeholder stays).
+    const key = record.sharding?.key ?? {};
+    const droppable = (list: Document[]) =>
+      list.some((index) => index.name === placeholder) && list.some((index) => index.name !== placeholder && supportsShardKey(index, key));
+    if (options.dropPlaceholders === true && destinationLists.some(droppable)) {
       steps.push({ ns, index: placeholder, what: 'placeholder index', change: {}, drop: true });
     }
     if (sourceOptions !== undefined && destinationOptions !== undefined) {

@@ -15,6 +15,7 @@ import assert from 'node:assert/strict';
 import { MongoClient, type Document } from 'mongodb';
 import { spawnCluster } from '../cluster/index.js';
 import { startFerry, type FerryProcess } from './ferry-process.js';
+import { METADATA_DATABASE } from '../../src/domain/namespaces.js';
 
 const RUN = String(process.pid);
 
@@ -224,5 +225,40 @@ describe('replica set → sharded cluster', () => {
       for (const [shard, count] of counts) assert.ok(count <= 0.75 * total, `${coll} on ${shard}: ${count} of ${total}`);
     }
     assert.equal((await countsByShard(db, 'plain')).size, 1, 'plain is not sharded');
+  });
+  it('builds a placeholder index for a key whose supporting index buildIndexes never leaves unbuilt, and keeps it after commit', async () => {
+    // The previous sync committed as the single instance ("coordinator"): start the next one afresh.
+    await destination.db(METADATA_DATABASE).dropDatabase();
+    const db = `placeholder_${RUN}`;
+    const src = source.db(db);
+    await src
+      .collection('orders')
+      .insertMany(Array.from({ length: 1000 }, (_, i) => ({ _id: i, customer: i % 100, pad: 'y'.repeat(100) })) as never[]);
+    await src.collection('orders').createIndex({ customer: 1 }, { name: 'customer_1' });
+    await src.collection('orders').createIndex({ pad: 1 }, { name: 'pad_1' });
+    const ferryProcess = await ferry();
+    try {
+      const started = await ferryProcess.post('start', {
+        source: 'cluster0',
+        destination: 'cluster1',
+        includeNamespaces: [{ database: db }],
+        buildIndexes: 'never',
+        sharding: {
+          createSupportingIndexes: false,
+          shardingEntries: [{ database: db, collection: 'orders', shardCollection: { key: [{ customer: 1 }] } }],
+        },
+      });
+      assert.equal(started.status, 200, JSON.stringify(started.body));
+      await ferryProcess.waitForProgress((p) => p.canCommit === true, 120_000);
+      assert.equal((await ferryProcess.post('commit', {})).status, 200);
+      await ferryProcess.waitForProgress((p) => p.state === 'COMMITTED', 120_000);
+    } finally {
+      assert.equal(await ferryProcess.stop(), 0);
+    }
+    assert.deepEqual(await sortedDocs(destination, db, 'orders'), await sortedDocs(source, db, 'orders'));
+    const indexes = await indexShapes(destination, db, 'orders');
+    assert.deepEqual(Object.keys(indexes).sort(), ['_id_', 'customer_1_shardKey'], 'only _id and the placeholder: buildIndexes never');
+    assert.deepEqual(indexes.customer_1_shardKey!.key, { customer: 1 });
+    assert.equal((await countsByShard(db, 'orders')).size, 2, 'sharded over both shards');
   });
 });

@@ -162,7 +162,22 @@ export class DdlApplier {
     return { ...record, created: true, partitioned: true, indexesBuilt: true };
   }
 
+  /**
+   * UnsupportedRename for mongod's temporary collection of a rename across databases during a
+   * replica set → sharded sync, refused at its `create` (its first event), so nothing of it is
+   * applied, or at the rename itself.
+   */
+  #refuseCrossDatabaseRename(ns: Namespace): void {
+    if (this.#context.request.sharding === undefined || !CROSS_DATABASE_RENAME_TEMPORARY.test(ns.coll)) return;
+    throw new UnsupportedRename(
+      `a collection was renamed into the database ${ns.db} from another database on the source (renameCollection across ` +
+        'databases), which a replica set → sharded cluster sync does not support (as mongosync does not); nothing of the ' +
+        'rename was applied to the destination. Start the migration again from the beginning',
+    );
+  }
+
   async #create(ns: Namespace, type: 'collection' | 'view', description: Document, uuid: unknown): Promise<void> {
+    this.#refuseCrossDatabaseRename(ns);
     const { idIndex: _idIndex, ...options } = description;
     const existing = await this.#context.records.get(ns);
     const shardKey = type === 'collection' && (await this.#shardedDestination()) ? requestedShardKey(this.#context.request, ns) : undefined;
@@ -211,14 +226,8 @@ export class DdlApplier {
   }
 
   async #rename(from: Namespace, to: Namespace, duringCopy: boolean): Promise<void> {
-    const { selector, destination, records, logger, request } = this.#context;
-    if (request.sharding !== undefined && CROSS_DATABASE_RENAME_TEMPORARY.test(from.coll)) {
-      throw new UnsupportedRename(
-        `a collection of another database was renamed to ${namespaceOf(to)} on the source (renameCollection across ` +
-          'databases), which a replica set → sharded cluster sync does not support (as mongosync does not); the rename was ' +
-          'not applied to the destination. Start the migration again from the beginning',
-      );
-    }
+    const { selector, destination, records, logger } = this.#context;
+    this.#refuseCrossDatabaseRename(from);
     const fromSelected = selector.selects(from.db, from.coll);
     const toSelected = selector.selects(to.db, to.coll);
     if (fromSelected && !toSelected) {

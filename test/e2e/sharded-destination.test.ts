@@ -261,4 +261,41 @@ describe('replica set → sharded cluster', () => {
     assert.deepEqual(indexes.customer_1_shardKey!.key, { customer: 1 });
     assert.equal((await countsByShard(db, 'orders')).size, 2, 'sharded over both shards');
   });
+  it('stops on a rename into another database (rule 8) before applying any of it', async () => {
+    await destination.db(METADATA_DATABASE).dropDatabase();
+    const [a, b] = [`renamefrom_${RUN}`, `renameto_${RUN}`];
+    await source
+      .db(a)
+      .collection('x')
+      .insertMany(Array.from({ length: 50 }, (_, i) => ({ _id: i, k: i })) as never[]);
+    await source
+      .db(b)
+      .collection('other')
+      .insertOne({ _id: 1 } as Document);
+    const ferryProcess = await ferry();
+    try {
+      const started = await ferryProcess.post('start', {
+        source: 'cluster0',
+        destination: 'cluster1',
+        includeNamespaces: [{ database: a }, { database: b }],
+        sharding: {
+          createSupportingIndexes: true,
+          shardingEntries: [{ database: a, collection: 'x', shardCollection: { key: [{ k: 1 }] } }],
+        },
+      });
+      assert.equal(started.status, 200, JSON.stringify(started.body));
+      await ferryProcess.waitForProgress((p) => p.canCommit === true, 120_000);
+      await source.db('admin').command({ renameCollection: `${a}.x`, to: `${b}.y` });
+      const stopped = await ferryProcess.waitForProgress((p) => p.state === 'PAUSED', 60_000);
+      const warning = (stopped.warnings as string[]).find((w) => /renameCollection across databases/.test(w));
+      assert.ok(warning !== undefined, JSON.stringify(stopped));
+      assert.match(warning, /not supported|does not support/);
+      assert.equal(stopped.canCommit, false);
+    } finally {
+      assert.equal(await ferryProcess.stop(), 0);
+    }
+    assert.equal(await destination.db(a).collection('x').countDocuments(), 50, 'the listed collection is still there, whole');
+    const inTarget = (await destination.db(b).listCollections().toArray()).map((c) => c.name);
+    assert.deepEqual(inTarget, ['other'], 'nothing of the rename in the target database');
+  });
 });

@@ -11,6 +11,9 @@
  * process); `FERRY_TEST_RS_URI` and `FERRY_TEST_SHARDED_URI` point them at real deployments.
  */
 import { after, before, describe, it } from 'node:test';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import assert from 'node:assert/strict';
 import { MongoClient, type Document } from 'mongodb';
 import { spawnCluster } from '../cluster/index.js';
@@ -297,5 +300,72 @@ describe('replica set → sharded cluster', () => {
     assert.equal(await destination.db(a).collection('x').countDocuments(), 50, 'the listed collection is still there, whole');
     const inTarget = (await destination.db(b).listCollections().toArray()).map((c) => c.name);
     assert.deepEqual(inTarget, ['other'], 'nothing of the rename in the target database');
+  });
+  it('survives SIGKILL of Ferry during the copy and during CEA: sharded once, no document lost or doubled', async () => {
+    await destination.db(METADATA_DATABASE).dropDatabase();
+    const db = `tokill_${RUN}`;
+    for (const coll of ['hashed', 'ranged']) {
+      await source
+        .db(db)
+        .collection(coll)
+        .insertMany(Array.from({ length: 4000 }, (_, i) => ({ _id: i, n: i, body: 'x'.repeat(1000) })) as never[]);
+    }
+    const logDir = mkdtempSync(join(tmpdir(), 'ferry-sharded-kill-'));
+    // Slow and fine-grained on purpose, so that the kill lands in the middle of the copy.
+    const args = ['--cluster0', sourceUri, '--cluster1', destinationUri, '--copyWorkers', '1', '--batchesInFlight', '1'];
+    const slow = [...args, '--batchBytes', '16384', '--partitionSizeMB', '1'];
+    const first = await startFerry(slow, { FERRY_CHECKPOINT_INTERVAL_MS: '20' }, logDir);
+    const started = await first.post('start', {
+      source: 'cluster0',
+      destination: 'cluster1',
+      includeNamespaces: [{ database: db }],
+      sharding: {
+        createSupportingIndexes: true,
+        shardingEntries: [
+          { database: db, collection: 'hashed', shardCollection: { key: [{ n: 'hashed' }] } },
+          { database: db, collection: 'ranged', shardCollection: { key: [{ n: 1 }] } },
+        ],
+      },
+    });
+    assert.equal(started.status, 200, JSON.stringify(started.body));
+    const mid = await first.waitForProgress((p) => (p.collectionCopy?.estimatedCopiedBytes ?? 0) > 0, 120_000);
+    assert.ok(mid.collectionCopy.estimatedCopiedBytes < mid.collectionCopy.estimatedTotalBytes, 'killed during the copy');
+    first.child.kill('SIGKILL');
+    await first.exit;
+
+    const second = await startFerry(args, {}, logDir);
+    await second.waitForProgress((p) => p.canCommit === true, 180_000);
+    const ranged = source.db(db).collection('ranged');
+    for (let i = 0; i < 30; i++) await ranged.updateOne({ _id: i } as Document, { $set: { n: 3999 - i } });
+    await source
+      .db(db)
+      .collection('hashed')
+      .deleteMany({ _id: { $lt: 20 } } as Document);
+    second.child.kill('SIGKILL');
+    await second.exit;
+
+    const third = await startFerry(args, { FERRY_COMMIT_RETRY_INTERVAL_MS: '200' }, logDir);
+    try {
+      await ranged.updateOne({ _id: 100 } as Document, { $set: { n: -1 } });
+      await third.waitForProgress((p) => p.canCommit === true, 180_000);
+      assert.equal((await third.post('commit', {})).status, 200);
+      await third.waitForProgress((p) => p.state === 'COMMITTED', 120_000);
+    } finally {
+      assert.equal(await third.stop(), 0);
+    }
+    for (const coll of ['hashed', 'ranged']) {
+      assert.deepEqual(await sortedDocs(destination, db, coll), await sortedDocs(source, db, coll), `${coll}: the same documents`);
+      const counts = await countsByShard(db, coll);
+      assert.equal(counts.size, 2, `${coll} on both shards`);
+    }
+    const keys = await destination
+      .db('config')
+      .collection('collections')
+      .find({ _id: { $regex: `^${db}\\.` } } as Document)
+      .toArray();
+    assert.deepEqual(keys.map((k) => [String(k._id), k.key]).sort(), [
+      [`${db}.hashed`, { n: 'hashed' }],
+      [`${db}.ranged`, { n: 1 }],
+    ]);
   });
 });

@@ -122,10 +122,15 @@ async function shardKeys(client: MongoClient, db: string): Promise<Record<string
 }
 
 /** Runs one sync of `db` from the source to `destinationUri` to commit. */
-async function syncToCommit(db: string, destinationUri: string): Promise<void> {
+async function syncToCommit(db: string, destinationUri: string, extra: Document = {}): Promise<void> {
   const ferry = await startFerry(['--cluster0', sourceUri, '--cluster1', destinationUri], { FERRY_COMMIT_RETRY_INTERVAL_MS: '200' });
   try {
-    const started = await ferry.post('start', { source: 'cluster0', destination: 'cluster1', includeNamespaces: [{ database: db }] });
+    const started = await ferry.post('start', {
+      source: 'cluster0',
+      destination: 'cluster1',
+      includeNamespaces: [{ database: db }],
+      ...extra,
+    });
     assert.equal(started.status, 200, JSON.stringify(started.body));
     await ferry.waitForProgress((p) => p.canCommit === true, 180_000);
     await writeDuringCea(db);
@@ -197,7 +202,24 @@ describe('sharded source through its mongos', () => {
   it('sharded → sharded: the same keys, data on every destination shard, migrations not applied', async () => {
     const db = `s2s_${RUN}`;
     await writeSourceData(db);
-    await syncToCommit(db, shardedUri);
+    await syncToCommit(db, shardedUri, { enableUserWriteBlocking: 'sourceAndDestination' });
+    try {
+      // Commit blocked user writes on the whole source: every shard says so (serverStatus:
+      // userWriteBlockMode 2 is enabled). (Without access control every client may bypass it.)
+      const { shards } = await source.db('admin').command({ listShards: 1 });
+      for (const shard of shards as { _id: string; host: string }[]) {
+        const [setName, hosts] = shard.host.split('/');
+        const client = new MongoClient(`mongodb://${hosts}/?replicaSet=${setName}`);
+        try {
+          const status = await client.db('admin').command({ serverStatus: 1 });
+          assert.equal(status.repl?.userWriteBlockMode, 2, `${shard._id}: user writes blocked`);
+        } finally {
+          await client.close();
+        }
+      }
+    } finally {
+      await source.db('admin').command({ setUserWriteBlockMode: 1, global: false });
+    }
     await assertSameData(sharded, db);
     assert.deepEqual(await shardKeys(sharded, db), { [`${db}.orders`]: { customer: 1 }, [`${db}.users`]: { _id: 'hashed' } });
     for (const coll of ['orders', 'users']) {

@@ -217,6 +217,14 @@ describe('replica set → sharded cluster', () => {
     for (const coll of ['orders', 'events', 'plain']) {
       assert.deepEqual(await indexShapes(destination, db, coll), await indexShapes(source, db, coll), `${coll}: the same indexes`);
     }
+    // Restored on every shard, not only on the one mongos lists indexes from.
+    const stats = await destination
+      .db(db)
+      .collection('events')
+      .aggregate([{ $indexStats: {} }])
+      .toArray();
+    const uniqueOn = stats.filter((s) => s.name === 'region_seq_unique' && s.spec?.unique === true).map((s) => String(s.shard));
+    assert.deepEqual(uniqueOn.sort(), [...(await countsByShard(db, 'events')).keys()].sort(), 'unique on every shard');
     const users = await indexShapes(destination, db, 'users');
     assert.deepEqual(users.email_hashed?.key, { email: 'hashed' });
     // Every shard holds about its share of each sharded collection (at most twice its fair share).

@@ -112,6 +112,11 @@ describe('replica set → sharded cluster', () => {
       );
       await source.db(db).collection('things').dropIndex('code_unique');
       await refused({ sharding: { createSupportingIndexes: false, shardingEntries: [entry([{ k: 1 }])] } }, 'ShardKeyIndexMissing', /k: 1/);
+      await source.db(db).createCollection('thingsView', { viewOn: 'things', pipeline: [] });
+      const viewEntry = { database: db, collection: 'thingsView', shardCollection: { key: [{ k: 1 }] } };
+      await refused({ sharding: { createSupportingIndexes: true, shardingEntries: [viewEntry] } }, 'ShardingEntryInvalid', /view/);
+      const outside = { database: `elsewhere_${RUN}`, collection: 'c', shardCollection: { key: [{ k: 1 }] } };
+      await refused({ sharding: { createSupportingIndexes: true, shardingEntries: [outside] } }, 'ShardingEntryInvalid', /filters/);
       await destination.db('admin').command({ balancerStart: 1 });
       try {
         await refused(

@@ -98,6 +98,8 @@ export interface CopyRunOptions {
    * the baseline writes through the mongos, unsharded. Default 0.
    */
   destinationShards?: number;
+  /** Where Ferry's clock stops: the copy complete (indexes built), or `canCommit` as an operator waits for it. Default `copy`. */
+  until?: 'copy' | 'canCommit';
 }
 
 const BASELINE_MAIN = fileURLToPath(new URL('../baseline-copier.js', import.meta.url));
@@ -282,8 +284,9 @@ export function measureFerryCopy(options: CopyRunOptions): Promise<CopyMeasureme
       const result = await measureCopy('ferry', ferry.child.pid!, options, destination, async () => {
         const reply = await ferry.post('start', { source: 'cluster0', destination: 'cluster1', ...sharding });
         if (reply.status !== 200) throw new Error(`ferry refused start: ${JSON.stringify(reply.body)}`);
-        await watchProgress(ferry, copyFinished, {
-          what: 'the copy to complete',
+        const canCommit = options.until === 'canCommit';
+        await watchProgress(ferry, canCommit ? (progress) => progress.canCommit === true : copyFinished, {
+          what: canCommit ? 'canCommit' : 'the copy to complete',
           timeoutMs: options.timeoutMs ?? 30 * 60_000,
           intervalMs: 100,
         });

@@ -13,6 +13,9 @@
  *   still write them back (see src/cea/tombstones.ts).
  * - `commit`: one document per instance: the commit point and each commit step done (see
  *   src/commit/commit-record.ts).
+ * - `wayBack`: one document per instance, on both clusters of a committed reversible sync: where
+ *   a reverse starts applying (the destination's time when it became writable) and which cluster
+ *   blocks user writes (see way-back.ts).
  */
 export const METADATA_COLLECTIONS = Object.freeze({
   resume: 'resume',
@@ -21,4 +24,5 @@ export const METADATA_COLLECTIONS = Object.freeze({
   changeStream: 'changeStream',
   tombstones: 'tombstones',
   commit: 'commit',
+  wayBack: 'wayBack',
 });

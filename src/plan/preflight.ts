@@ -8,7 +8,7 @@
  * destination. Fails with the first problem found, as a named FerryError.
  */
 import type { MongoClient } from 'mongodb';
-import { hello, listDatabaseNames, topologyOf, type HelloReply, type Topology } from '../cluster/commands.js';
+import { hello, listDatabaseNames, serverVersion, shardCount, topologyOf, type HelloReply, type Topology } from '../cluster/commands.js';
 import { connect, firstHostWithoutReplicaSet } from '../cluster/connect.js';
 import { asClusterError } from '../cluster/errors.js';
 import { balancerStatus } from '../cluster/sharding.js';
@@ -144,6 +144,62 @@ async function helloOf(endpoint: ClusterEndpoint, client: MongoClient): Promise<
   throw first.error;
 }
 
+/** What the reversible rules look at on each cluster. */
+export interface ReversibleFacts {
+  topology: Topology;
+  /** `buildInfo` `versionArray`: major first. */
+  version: number[];
+  /** Shards of a sharded cluster. */
+  shards?: number;
+}
+
+/** mongosync's reverse needs MongoDB 6.0 or later on both clusters (`setUserWriteBlockMode`, `forceNonUnique`). */
+const REVERSIBLE_MIN_MAJOR = 6;
+
+/**
+ * The rules a `reversible` sync adds, where mongosync's reverse refuses (reference.md, mongosync's
+ * `reverse` requirements): both clusters MongoDB 6.0 or later, of the same major version, and,
+ * when sharded, with as many shards. (Replica set → sharded is refused by `checkTopologies`.)
+ */
+export function checkReversible(
+  request: StartRequest,
+  facts: Record<'source' | 'destination', ReversibleFacts>,
+  clusters: PreflightOptions['clusters'],
+): void {
+  if (!request.reversible) return;
+  const name = { source: describe(clusters[request.source]), destination: describe(clusters[request.destination]) };
+  for (const side of ['source', 'destination'] as const) {
+    const major = facts[side].version[0] ?? 0;
+    if (major < REVERSIBLE_MIN_MAJOR) {
+      throw new ReversibleNotSupported(
+        `${side} ${name[side]} runs MongoDB ${facts[side].version.join('.')}; a reversible sync needs 6.0 or later on both clusters`,
+      );
+    }
+  }
+  const [sourceMajor, destinationMajor] = [facts.source.version[0], facts.destination.version[0]];
+  if (sourceMajor !== destinationMajor) {
+    throw new ReversibleNotSupported(
+      `a reversible sync needs both clusters on the same major version: ${name.source} runs ${sourceMajor}, ` +
+        `${name.destination} ${destinationMajor}`,
+    );
+  }
+  const { shards: sourceShards } = facts.source;
+  const { shards: destinationShards } = facts.destination;
+  if (facts.source.topology === 'sharded' && facts.destination.topology === 'sharded' && sourceShards !== destinationShards) {
+    throw new ReversibleNotSupported(
+      `a reversible sync between sharded clusters needs as many shards on each: ${name.source} has ${sourceShards}, ` +
+        `${name.destination} ${destinationShards}`,
+    );
+  }
+}
+
+/** What `checkReversible` needs of one cluster. */
+async function reversibleFacts(endpoint: ClusterEndpoint, client: MongoClient, topology: Topology): Promise<ReversibleFacts> {
+  const version = await ask(endpoint, 'buildInfo', () => serverVersion(client));
+  if (topology !== 'sharded') return { topology, version };
+  return { topology, version, shards: await ask(endpoint, 'listShards', () => shardCount(client)) };
+}
+
 /** Namespaces the request selects that already hold a document on the destination. */
 async function occupiedNamespaces(client: MongoClient, endpoint: ClusterEndpoint, request: StartRequest): Promise<string[]> {
   const selector = createNamespaceSelector(request.includeNamespaces, request.excludeNamespaces);
@@ -176,14 +232,20 @@ export async function runPreflight(request: StartRequest, options: PreflightOpti
   const destinationClient = connect(destination);
   try {
     const [sourceHello, destinationHello] = await Promise.all([helloOf(source, sourceClient), helloOf(destination, destinationClient)]);
-    const sourceTopology = topologyOf(sourceHello);
-    const destinationTopology = topologyOf(destinationHello);
+    const [sourceTopology, destinationTopology] = [topologyOf(sourceHello), topologyOf(destinationHello)];
     checkTopologies(request, sourceTopology, destinationTopology, options.clusters);
     checkInstanceId(
       options.id ?? DEFAULT_INSTANCE_ID,
       { [request.source]: sourceTopology, [request.destination]: destinationTopology } as Record<ClusterName, Topology>,
       options.clusters,
     );
+    if (request.reversible) {
+      const [sourceFacts, destinationFacts] = await Promise.all([
+        reversibleFacts(source, sourceClient, sourceTopology),
+        reversibleFacts(destination, destinationClient, destinationTopology),
+      ]);
+      checkReversible(request, { source: sourceFacts, destination: destinationFacts }, options.clusters);
+    }
     if (sourceTopology === 'sharded') await checkBalancer(source, sourceClient, 'source');
     if (destinationTopology === 'sharded') await checkBalancer(destination, destinationClient, 'destination');
     if (request.sharding !== undefined) {

@@ -1,5 +1,5 @@
 /**
- * What `start` does before any phase runs, and what this build refuses. Nothing is written until
+ * What `start` does before any phase runs. Nothing is written until
  * everything that can be checked is: this instance has no sync recorded on the destination, and
  * Ferry's user holds the write-blocking privileges the request needs. Then, in order: the metadata
  * an earlier sync with this id left is cleared; T0 is taken on the source (an `appendOplogNote`:
@@ -9,10 +9,10 @@
  */
 import { appendOplogNote, missingWriteBlockingPrivileges, setUserWriteBlocking } from '../cluster/commands.js';
 import type { Cluster } from '../cluster/connect.js';
-import { asClusterError } from '../cluster/errors.js';
+import { asClusterError, onCluster } from '../cluster/errors.js';
 import { nameCluster } from '../domain/clusters.js';
 import { blocksDestination, blocksSource, type StartRequest } from '../domain/start-request.js';
-import { InsufficientPrivileges, InvalidStateTransition, NotImplemented } from '../errors/errors.js';
+import { InsufficientPrivileges, InvalidStateTransition } from '../errors/errors.js';
 import type { ResumeDocument, ResumeStore } from '../meta/resume.js';
 import type { MetadataStore } from '../meta/store.js';
 
@@ -25,33 +25,16 @@ export interface SyncTarget {
   resume: ResumeStore;
 }
 
-/**
- * What this build cannot do, refused before anything is touched. A `reversible` sync is refused
- * at start rather than at `reverse`: by then the operator would have committed, with the source
- * left write-blocked, counting on a way back that does not exist.
- */
-export function refuseUnsupported(request: StartRequest): void {
-  if (request.reversible) {
-    throw new NotImplemented(
-      'reversible syncs are not implemented in this build of Ferry (it cannot sync back from the destination); start with reversible false',
-    );
-  }
-}
-
 /** Runs `operation` on `cluster`, its failure reported as the API reports a cluster's. */
-async function on<T>(cluster: Cluster, what: string, operation: Promise<T>): Promise<T> {
-  try {
-    return await operation;
-  } catch (error) {
-    throw asClusterError(cluster.endpoint, what, error);
-  }
+function on<T>(cluster: Cluster, what: string, operation: Promise<T>): Promise<T> {
+  return onCluster(cluster.endpoint, what, operation);
 }
 
 /**
  * Write blocking needs Ferry's user to bypass it and to set it on each cluster the mode blocks
  * (clusters without access control need nothing).
  */
-async function checkWriteBlockingPrivileges(target: SyncTarget): Promise<void> {
+export async function checkWriteBlockingPrivileges(target: Pick<SyncTarget, 'request' | 'source' | 'destination'>): Promise<void> {
   const mode = target.request.enableUserWriteBlocking;
   const blocked = [...(blocksDestination(mode) ? [target.destination] : []), ...(blocksSource(mode) ? [target.source] : [])];
   for (const cluster of blocked) {
@@ -77,6 +60,7 @@ export async function beginSync(target: SyncTarget, id: string, ferryVersion: st
   }
   await checkWriteBlockingPrivileges(target);
   await on(destination, 'clearing metadata an earlier sync with this id left', store.forgetInstance());
+  await on(destination, 'indexing the metadata', store.ensureIndexes());
   const startAtOperationTime = await on(source, 'appendOplogNote (taking the start time)', appendOplogNote(source, 'sync start', id));
   const blockDestination = blocksDestination(request.enableUserWriteBlocking);
   if (blockDestination) {

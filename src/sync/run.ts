@@ -8,7 +8,15 @@ import type { SyncPhase } from '../domain/states.js';
 import type { Logger } from '../log/logger.js';
 import type { ResumeDocument } from '../meta/resume.js';
 import type { HistogramSet } from '../metrics/histograms.js';
-import type { ChangeApplication, ChangeApplicationHandoff, CommitPhase, Phase, PhaseStatus, SyncContext } from '../phase/contract.js';
+import type {
+  ChangeApplication,
+  ChangeApplicationHandoff,
+  CommitPhase,
+  Phase,
+  PhaseStatus,
+  ReversePhase,
+  SyncContext,
+} from '../phase/contract.js';
 import type { SyncTarget } from './begin.js';
 
 /** One run of the sync: its phases, from a launch to a pause, a failure or the end. */
@@ -31,6 +39,9 @@ export interface ActiveSync extends SyncTarget {
   applicationStarted?: boolean;
   commit?: CommitPhase;
   committing?: Promise<void>;
+  /** Reverse, while the sync is REVERSING: it prepares this sync (the reversed one) before its first run. */
+  reverse?: ReversePhase;
+  reversing?: Promise<void>;
 }
 
 /** The context the phases of a run of `sync` from `doc` are built with. */

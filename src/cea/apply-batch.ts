@@ -90,10 +90,19 @@ async function applyNamespace(
 
 /** Applies one batch (see the module comment). */
 export async function applyBatch(task: ApplyTask, resources: ApplyResources): Promise<ApplyOutcome> {
-  const plan = planWrites(readBatch(task.events), task.shardKeys);
-  const results = await retryTransient(() =>
-    Promise.all(plan.namespaces.map((writes) => applyNamespace(writes, resources, task.recordTombstones))),
-  );
+  const events = readBatch(task.events);
+  let plan = planWrites(events, task.shardKeys);
+  const apply = () =>
+    retryTransient(() => Promise.all(plan.namespaces.map((writes) => applyNamespace(writes, resources, task.recordTombstones))));
+  const results = await apply().catch((error: unknown) => {
+    // A document's upsert met its `_id` on the shard under another key, which no event of the
+    // batch said it left (a copy written before its key changed, an update looked up after a
+    // later change): every document's other-key copies go first, then the batch again.
+    const duplicate = (error as { serverCode?: unknown }).serverCode === 11000;
+    if (!duplicate || task.shardKeys === undefined) throw error;
+    plan = planWrites(events, task.shardKeys, true);
+    return apply();
+  });
   return {
     events: plan.events,
     coalesced: plan.coalesced,

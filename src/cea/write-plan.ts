@@ -172,8 +172,16 @@ function documentKeyPattern(documentKey: Uint8Array): Record<string, 1> {
   return pattern;
 }
 
-/** The writes for `events`, in stream order (see the module comment); `shardKeys` by `db.coll`. */
-export function planWrites(events: readonly CrudEvent[], shardKeys: Readonly<Record<string, ShardKeyPattern>> = {}): WritePlan {
+/**
+ * The writes for `events`, in stream order (see the module comment); `shardKeys` by `db.coll`.
+ * `everyDocumentMayMove`: every document written to a sharded namespace gets the other-key delete
+ * (the retry of a batch that met a copy under another key: apply-batch.ts).
+ */
+export function planWrites(
+  events: readonly CrudEvent[],
+  shardKeys: Readonly<Record<string, ShardKeyPattern>> = {},
+  everyDocumentMayMove = false,
+): WritePlan {
   const last = new Map<string, CrudEvent>();
   const moving = new Set<string>();
   /** Deletes of a document's other version (a cross-shard move's delete after its insert). */
@@ -218,7 +226,7 @@ export function planWrites(events: readonly CrudEvent[], shardKeys: Readonly<Rec
       remove(writes, event);
       writes.deletedIds.push(event.idElement);
     } else if (event.fullDocument) {
-      documentWrites(writes, event.idElement, event.fullDocument, moving.has(document));
+      documentWrites(writes, event.idElement, event.fullDocument, everyDocumentMayMove || moving.has(document));
     } else {
       const unresolved: UnresolvedUpdate = { idElement: event.idElement };
       if (event.collectionUUID !== undefined) unresolved.collectionUUID = event.collectionUUID;

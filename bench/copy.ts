@@ -4,7 +4,11 @@
  * into a fresh destination test cluster, in one run, side by side. Runs alternate which copier
  * goes first; figures are medians over runs, and the ratio is the median of the per-run ratios.
  *
- *   npm run bench:copy -- [--sizeMB 100] [--seed 1] [--runs 1] [--loadLevel 3] [--ferryEnv NAME=value]
+ * With `--shards n` each destination is a sharded test cluster of n shards (through its mongos):
+ * replica set → sharded, Ferry sharding every collection on `{_id: "hashed"}`; each destination
+ * shard's CPU and share of the documents are recorded per run (`destinationShards`).
+ *
+ *   npm run bench:copy -- [--sizeMB 100] [--seed 1] [--runs 1] [--shards 2] [--loadLevel 3] [--ferryEnv NAME=value]
  *                          [--out bench/results] [--cpuProf dir] [--clusterCpuProf dir]
  *
  * Writes `<out>/copy.json`.
@@ -36,6 +40,8 @@ export interface CopyBenchmarkOptions {
   runs?: number;
   /** Ferry's `--loadLevel`. Default: Ferry's own default. */
   loadLevel?: number;
+  /** Shards of the destination (0: a replica set). Default 0. */
+  shards?: number;
   /** Extra environment of the ferry process (`--ferryEnv NAME=value`). Default none. */
   ferryEnv?: Record<string, string>;
   /** Directory of `copy.json`. Default `bench/results/`. */
@@ -51,6 +57,8 @@ export interface CopyBenchmarkOptions {
 /** What `copy.json` holds besides the machine and the command. */
 export interface CopyBenchmarkResult {
   sizeMB: number;
+  /** Shards of the destination (0: a replica set). */
+  shards: number;
   seed: number;
   runs: number;
   bytes: number;
@@ -96,6 +104,7 @@ export async function runCopyBenchmark(options: CopyBenchmarkOptions = {}): Prom
         workload,
         sampler,
         ferryFlags,
+        destinationShards: options.shards ?? 0,
         ...(options.ferryEnv === undefined ? {} : { ferryEnv: options.ferryEnv }),
         ...(options.cpuProf === undefined ? {} : { ferryCpuProfileDir: options.cpuProf }),
         ...(options.clusterCpuProf === undefined ? {} : { destinationCpuProfileDir: clusterProfile('destination') }),
@@ -116,12 +125,18 @@ export async function runCopyBenchmark(options: CopyBenchmarkOptions = {}): Prom
       print(`  ${describeMeasurement(ferry)}`);
       print(`  ${describeMeasurement(baseline)}`);
       print(`  Ferry / baseline throughput: ${ratio.toFixed(2)}x`);
+      for (const shard of ferry.destinationShards ?? []) {
+        print(
+          `  Ferry: ${shard.shard} CPU ${shard.cpuSeconds} s, ${shard.documents} documents (${(shard.documentShare * 100).toFixed(1)}%)`,
+        );
+      }
     }
     const of = (copier: 'ferry' | 'baseline', field: keyof CopyMeasurement) => median(perRun.map((r) => r[copier][field] as number));
     const clusters = (copier: 'ferry' | 'baseline') =>
       round(median(perRun.map((r) => r[copier].sourceClusterCpuSeconds + r[copier].destinationClusterCpuSeconds)));
     const result: CopyBenchmarkResult = {
       sizeMB,
+      shards: options.shards ?? 0,
       seed,
       runs,
       bytes: report.totalBytes,
@@ -161,6 +176,7 @@ async function main(argv: string[]): Promise<void> {
     .option('--seed <n>', 'generator seed', integer, 1)
     .option('--runs <n>', 'side-by-side runs (medians are reported)', positiveInteger, 1)
     .option('--loadLevel <n>', "Ferry's --loadLevel (default: Ferry's default)", positiveInteger)
+    .option('--shards <n>', 'shards of the destination (0: a replica set)', integer, 0)
     .option('--ferryEnv <NAME=value>', 'environment variable for the ferry process (repeatable)', environmentEntry)
     .option('--out <dir>', 'directory of copy.json', DEFAULT_RESULTS_DIR)
     .option('--cpuProf <dir>', "write CPU profiles of Ferry's threads here (node --cpu-prof)")

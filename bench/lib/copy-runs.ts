@@ -19,7 +19,7 @@ import { dirname } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
-import { MongoClient } from 'mongodb';
+import { MongoClient, type Document } from 'mongodb';
 import { spawnCluster, type ClusterHandle } from '../../test/cluster/index.js';
 import { copyFinished, startFerry } from '../../test/e2e/ferry-process.js';
 import { watchProgress } from '../../scripts/lib/sync-watch.js';
@@ -52,7 +52,10 @@ export interface CopyMeasurement {
   cpuSecondsPerGB: number;
   peakRssMB: number;
   sourceClusterCpuSeconds: number;
+  /** A sharded destination's: its mongos, config server and shards together. */
   destinationClusterCpuSeconds: number;
+  /** A sharded destination's shards: each one's CPU over the copy and its share of the documents. */
+  destinationShards?: { shard: string; cpuSeconds: number; documents: number; documentShare: number }[];
 }
 
 /** The generator's report as what a copier must copy. */
@@ -89,6 +92,12 @@ export interface CopyRunOptions {
   destinationCpuProfileDir?: string;
   /** Extra environment of the ferry process (tuning variables such as `FERRY_COPY_WRITE_PATH`). Default none. */
   ferryEnv?: Record<string, string>;
+  /**
+   * Shards of each fresh destination (a sharded test cluster, reached through its mongos); 0 for a
+   * replica set. Ferry shards the collections (`shardingFor`, with `createSupportingIndexes`);
+   * the baseline writes through the mongos, unsharded. Default 0.
+   */
+  destinationShards?: number;
   /** Where Ferry's clock stops: the copy complete (indexes built), or `canCommit` as an operator waits for it. Default `copy`. */
   until?: 'copy' | 'canCommit';
 }
@@ -112,8 +121,19 @@ async function checkCounts(destinationUri: string, workload: CopyWorkload, copie
   }
 }
 
-function measurement(copier: CopyMeasurement['copier'], seconds: number, workload: CopyWorkload, sampler: UsageSampler): CopyMeasurement {
+/** The names a sharded destination's processes are watched under, shards last. */
+const DESTINATION_PARTS = ['destination', 'destination:config'];
+const shardName = (id: string) => `destination:${id}`;
+
+function measurement(
+  copier: CopyMeasurement['copier'],
+  seconds: number,
+  workload: CopyWorkload,
+  sampler: UsageSampler,
+  shards: readonly string[],
+): CopyMeasurement {
   const own = sampler.usage(copier);
+  const destinationParts = shards.length === 0 ? ['destination'] : [...DESTINATION_PARTS, ...shards.map(shardName)];
   return {
     copier,
     seconds: round(seconds, 3),
@@ -124,8 +144,28 @@ function measurement(copier: CopyMeasurement['copier'], seconds: number, workloa
     cpuSecondsPerGB: round(own.cpuSeconds / (workload.bytes / GiB)),
     peakRssMB: round(own.peakRssMB, 1),
     sourceClusterCpuSeconds: round(sampler.usage('source').cpuSeconds),
-    destinationClusterCpuSeconds: round(sampler.usage('destination').cpuSeconds),
+    destinationClusterCpuSeconds: round(destinationParts.reduce((sum, name) => sum + sampler.usage(name).cpuSeconds, 0)),
   };
+}
+
+/** Each shard's documents of the copied namespaces (`$collStats` through the mongos: one entry per shard). */
+async function documentsByShard(destinationUri: string, workload: CopyWorkload): Promise<Map<string, number>> {
+  const client = await MongoClient.connect(destinationUri);
+  const counts = new Map<string, number>();
+  try {
+    for (const ns of Object.keys(workload.documentsByNamespace)) {
+      const dot = ns.indexOf('.');
+      const stats = await client
+        .db(ns.slice(0, dot))
+        .collection(ns.slice(dot + 1))
+        .aggregate([{ $collStats: { count: {} } }])
+        .toArray();
+      for (const entry of stats) counts.set(String(entry.shard), (counts.get(String(entry.shard)) ?? 0) + Number(entry.count));
+    }
+  } finally {
+    await client.close();
+  }
+  return counts;
 }
 
 /** Node flags that make a process write its CPU profile into `dir` (none without a dir). */
@@ -133,13 +173,36 @@ export function cpuProfileArgs(dir: string | undefined): string[] {
   return dir === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${dir}`];
 }
 
-/** Starts a fresh destination cluster, watched as `destination`, and runs `copy` against it. */
-async function withFreshDestination<T>(options: CopyRunOptions, copy: (destination: MeasuredCluster) => Promise<T>): Promise<T> {
+/** A fresh destination: its URI, the shard ids (none for a replica set). */
+interface FreshDestination {
+  uri: string;
+  shards: string[];
+}
+
+/**
+ * Starts a fresh destination cluster, watched as `destination` (a sharded one's mongos; its config
+ * server and shards as `destination:config`, `destination:<shard id>`), and runs `copy` against it.
+ */
+async function withFreshDestination<T>(options: CopyRunOptions, copy: (destination: FreshDestination) => Promise<T>): Promise<T> {
   const { sampler } = options;
-  const destination = await spawnCluster({}, cpuProfileArgs(options.destinationCpuProfileDir));
+  const profile = cpuProfileArgs(options.destinationCpuProfileDir);
+  if ((options.destinationShards ?? 0) > 0) {
+    const cluster = await spawnCluster({ shards: options.destinationShards! }, profile);
+    const shards = cluster.shards.map((shard) => shard.id);
+    try {
+      sampler.watch('destination', cluster.mongos.pid!);
+      sampler.watch('destination:config', cluster.configServer.pid!);
+      for (const shard of cluster.shards) sampler.watch(shardName(shard.id), shard.pid!);
+      return await copy({ uri: cluster.uri, shards });
+    } finally {
+      for (const name of [...DESTINATION_PARTS, ...shards.map(shardName)]) sampler.forget(name);
+      await cluster.stop();
+    }
+  }
+  const destination = await spawnCluster({}, profile);
   try {
     sampler.watch('destination', destination.pid);
-    return await copy(destination);
+    return await copy({ uri: destination.uri, shards: [] });
   } finally {
     sampler.forget('destination');
     await destination.stop();
@@ -154,18 +217,56 @@ async function measureCopy(
   copier: CopyMeasurement['copier'],
   pid: number,
   options: CopyRunOptions,
-  destinationUri: string,
+  destination: FreshDestination,
   copy: () => Promise<void>,
 ): Promise<CopyMeasurement> {
   const { sampler, workload } = options;
+  const parts = destination.shards.length === 0 ? ['destination'] : [...DESTINATION_PARTS, ...destination.shards.map(shardName)];
   sampler.watch(copier, pid);
   sampler.restart('source');
-  sampler.restart('destination');
+  for (const name of parts) sampler.restart(name);
   const started = performance.now();
   await copy();
-  const result = measurement(copier, (performance.now() - started) / 1000, workload, sampler);
-  await checkCounts(destinationUri, workload, copier);
+  const result = measurement(copier, (performance.now() - started) / 1000, workload, sampler, destination.shards);
+  await checkCounts(destination.uri, workload, copier);
+  if (destination.shards.length > 0) {
+    const documents = await documentsByShard(destination.uri, workload);
+    result.destinationShards = destination.shards.map((shard) => ({
+      shard,
+      cpuSeconds: round(sampler.usage(shardName(shard)).cpuSeconds),
+      documents: documents.get(shard) ?? 0,
+      documentShare: round((documents.get(shard) ?? 0) / workload.documents, 3),
+    }));
+  }
   return result;
+}
+
+/**
+ * The `sharding` of a replica set → sharded copy: every collection on `{_id: "hashed"}`, except
+ * one with a unique index (besides `_id`), which a sharded collection allows only when it starts
+ * with the key: sharded on that index's fields (ranged) when it is the only one, else unsharded
+ * (as are capped collections and views, which mongod does not shard).
+ */
+async function shardingFor(sourceUri: string, workload: CopyWorkload) {
+  const client = await MongoClient.connect(sourceUri);
+  try {
+    const entries = [];
+    for (const ns of Object.keys(workload.documentsByNamespace)) {
+      const [database, collection] = [ns.slice(0, ns.indexOf('.')), ns.slice(ns.indexOf('.') + 1)];
+      const [entry] = (await client.db(database).listCollections({ name: collection }).toArray()) as Document[];
+      if (entry?.type !== 'collection' || (entry.options as Document | undefined)?.capped === true) continue;
+      const unique = (await client.db(database).collection(collection).listIndexes().toArray()).filter(
+        (index) => index.unique === true && index.name !== '_id_',
+      );
+      if (unique.length > 1) continue;
+      const key =
+        unique.length === 0 ? [{ _id: 'hashed' }] : Object.keys(unique[0]!.key as Record<string, unknown>).map((field) => ({ [field]: 1 }));
+      entries.push({ database, collection, shardCollection: { key } });
+    }
+    return { createSupportingIndexes: true, shardingEntries: entries };
+  } finally {
+    await client.close();
+  }
 }
 
 /** Ferry copies the source into a fresh destination. */
@@ -173,12 +274,15 @@ export function measureFerryCopy(options: CopyRunOptions): Promise<CopyMeasureme
   const { source, sampler } = options;
   return withFreshDestination(options, async (destination) => {
     const nodeArgs = cpuProfileArgs(options.ferryCpuProfileDir);
-    const flags = ['--cluster0', source.uri, '--cluster1', destination.uri, '--id', 'bench-copy', ...(options.ferryFlags ?? [])];
+    // One instance on a sharded cluster keeps the default id (as mongosync requires).
+    const id = destination.shards.length > 0 ? [] : ['--id', 'bench-copy'];
+    const flags = ['--cluster0', source.uri, '--cluster1', destination.uri, ...id, ...(options.ferryFlags ?? [])];
+    const sharding = destination.shards.length === 0 ? {} : { sharding: await shardingFor(source.uri, options.workload) };
     const ferry = await startFerry(flags, options.ferryEnv ?? {}, undefined, nodeArgs);
     let measured = false;
     try {
-      const result = await measureCopy('ferry', ferry.child.pid!, options, destination.uri, async () => {
-        const reply = await ferry.post('start', { source: 'cluster0', destination: 'cluster1' });
+      const result = await measureCopy('ferry', ferry.child.pid!, options, destination, async () => {
+        const reply = await ferry.post('start', { source: 'cluster0', destination: 'cluster1', ...sharding });
         if (reply.status !== 200) throw new Error(`ferry refused start: ${JSON.stringify(reply.body)}`);
         const canCommit = options.until === 'canCommit';
         await watchProgress(ferry, canCommit ? (progress) => progress.canCommit === true : copyFinished, {
@@ -216,7 +320,7 @@ export function measureBaselineCopy(options: CopyRunOptions): Promise<CopyMeasur
     };
     try {
       if ((await nextLine()) !== 'ready') throw new Error('baseline copier did not say ready');
-      return await measureCopy('baseline', child.pid!, options, destination.uri, async () => {
+      return await measureCopy('baseline', child.pid!, options, destination, async () => {
         child.stdin!.write('go\n');
         JSON.parse(await nextLine()); // its report: the copy is done
       });

@@ -80,6 +80,9 @@ function checkSharding(sharding: NonNullable<StartBody['sharding']>): ShardingCo
     if (seen.has(namespace)) throw new InvalidRequest(`${where}: ${namespace} is listed twice`);
     seen.add(namespace);
     const fields = new Set<string>();
+    const hashed = entry.shardCollection.key.filter((part) => Object.values(part)[0] === 'hashed').length;
+    if (hashed > 1)
+      throw new InvalidRequest(`${where}.shardCollection.key: at most one field can be hashed (mongod's rule), found ${hashed}`);
     entry.shardCollection.key.forEach((part, i) => {
       const [field] = Object.keys(part);
       if (field === undefined || field.startsWith('$')) {

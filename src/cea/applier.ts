@@ -16,7 +16,9 @@
  *   undone. DDL on other collections is applied at once.
  *
  * Application waits for the copy's planning (which creates the collections, with their options,
- * before any event may create one implicitly). When the copy is complete, at a barrier, the
+ * and shards those the destination shards, before any event may create one implicitly). The
+ * shard keys of the collections sharded on the destination (their namespace records) go with
+ * every batch, read again after each DDL: writes through mongos carry them (write-plan.ts). When the copy is complete, at a barrier, the
  * deletes applied during it are checked again (tombstones.ts), and that moment's source time is
  * recorded: renames older than it may have raced the copy and re-read their collection.
  *
@@ -50,6 +52,7 @@ import { COMMIT_LAG_LIMIT_SECONDS } from '../domain/constants.js';
 import type { ChangeApplication, PhaseOutcome, PhaseStatus, SyncContext } from '../phase/contract.js';
 import { selectorFor, type NamespaceSelector } from '../plan/namespaces.js';
 import { appendOplogNote } from '../cluster/commands.js';
+import type { ShardKeyPattern } from '../cluster/shard-key.js';
 
 /** A point of the stream reached once the lanes' watermark passes `seq`. */
 interface Candidate {
@@ -102,6 +105,8 @@ export class ChangeEventApplier implements ChangeApplication {
   /** Hot documents (`--hotDocIDs`): their events are skipped, the commit copies them. */
   readonly #hot: Set<string>;
   #hotEventsSkipped = 0;
+  /** Shard keys of the collections sharded on the destination, by `db.coll` (undefined: none is). */
+  #shardKeys: Record<string, ShardKeyPattern> | undefined;
 
   constructor(context: SyncContext) {
     this.#context = context;
@@ -241,6 +246,7 @@ export class ChangeEventApplier implements ChangeApplication {
     const recorded = await this.#checkpoints.read();
     // A reversed sync begins with its copy complete (src/reverse/): nothing to wait for, no tombstones.
     this.#copyCompletedAt = recorded?.copyCompletedAt ?? context.resume.copyCompletedAt;
+    await this.#readShardKeys();
     if (recorded?.resumeToken !== undefined) {
       this.#applied = {
         resumeToken: recorded.resumeToken,
@@ -455,6 +461,7 @@ export class ChangeEventApplier implements ChangeApplication {
         `Applying ${fields.operationType}`,
       );
       await this.#ddl.apply(event, duringCopy);
+      await this.#readShardKeys();
       this.#eventsApplied++;
       await this.#record({ resumeToken: event._id as Document, ...(fields.clusterTime === undefined ? {} : { time: fields.clusterTime }) });
     } finally {
@@ -480,7 +487,7 @@ export class ChangeEventApplier implements ChangeApplication {
     await lanes.drain();
     this.#advance();
     const { source, destination, store, logger } = this.#context;
-    await sweepTombstones(source.client, destination.client, store, logger);
+    await sweepTombstones(source.client, destination.client, store, logger, this.#shardKeys);
     const at = await appendOplogNote(source, 'initial copy complete', store.instance);
     await this.#checkpoints.markCopyCompleted(at);
     this.#copyCompletedAt = at;
@@ -489,10 +496,21 @@ export class ChangeEventApplier implements ChangeApplication {
 
   async #applyBatch(pool: ApplyPool, batch: LaneBatch): Promise<void> {
     const started = performance.now();
-    const outcome = await pool.run({ events: batch.events, recordTombstones: this.#copyCompletedAt === undefined });
+    const outcome = await pool.run({
+      events: batch.events,
+      recordTombstones: this.#copyCompletedAt === undefined,
+      ...(this.#shardKeys === undefined ? {} : { shardKeys: this.#shardKeys }),
+    });
     this.#context.histograms.record('applyLatencyMs', performance.now() - started);
     this.#eventsApplied += outcome.events;
     this.#advance();
+  }
+
+  /** The shard keys the namespace records give (lanes drained: no batch in flight uses the old ones). */
+  async #readShardKeys(): Promise<void> {
+    const keys: Record<string, ShardKeyPattern> = {};
+    for (const record of await this.#records.list()) if (record.sharding !== undefined) keys[namespaceOf(record)] = record.sharding.key;
+    this.#shardKeys = Object.keys(keys).length === 0 ? undefined : keys;
   }
 
   /** Moves the applied position to the newest candidate the lanes' watermark has passed. */

@@ -10,11 +10,12 @@
  */
 import type { MongoClient } from 'mongodb';
 import { documentEnd } from '../bson/index.js';
+import type { ShardKeyPattern } from '../cluster/shard-key.js';
 import { readCrudEvent, type CrudEvent } from './crud-event.js';
 import { sendStatements } from './destination-writes.js';
-import { lookUpMovedDocuments } from './moved-documents.js';
+import { idElementOf, lookUpMovedDocuments } from './moved-documents.js';
 import { recordTombstones, tombstoneDocument } from './tombstones.js';
-import { planWrites, type NamespaceWrites } from './write-plan.js';
+import { documentWrites, planWrites, type NamespaceWrites } from './write-plan.js';
 import { retryTransient } from '../cluster/retry.js';
 
 /** One batch, as the main thread hands it to a worker (plain data; `events` is transferred). */
@@ -23,6 +24,8 @@ export interface ApplyTask {
   events: Uint8Array;
   /** Leave a tombstone for each delete (the initial copy may still write documents). */
   recordTombstones: boolean;
+  /** The shard keys of the collections sharded on the destination, by `db.coll` (absent: none is). */
+  shardKeys?: Record<string, ShardKeyPattern>;
 }
 
 export interface ApplyOutcome {
@@ -61,27 +64,45 @@ async function applyNamespace(
   const db = resources.destination.db(writes.db);
   const moved =
     writes.unresolved.length === 0 ? [] : await lookUpMovedDocuments(resources.source, writes.db, writes.coll, writes.unresolved);
-  const upserts = moved.length === 0 ? writes.upserts : [...writes.upserts, ...moved];
-  if (recordDeletes && writes.deletedIds.length > 0) {
+  // Statements of a retried attempt are built again from the plan: never twice into one list.
+  const all: NamespaceWrites = { ...writes, upserts: [...writes.upserts], deletes: [...writes.deletes], movedIds: [...writes.movedIds] };
+  // A document found again may have changed its shard key meanwhile: its other-key copies go too.
+  for (const document of moved) documentWrites(all, idElementOf(document), document, true);
+  const tombstoned = recordDeletes ? [...all.deletedIds, ...all.movedIds] : [];
+  if (tombstoned.length > 0) {
     const namespace = `${writes.db}.${writes.coll}`;
     await recordTombstones(
       resources.destination,
-      writes.deletedIds.map((id) => tombstoneDocument(resources.instance, namespace, id)),
+      tombstoned.map((id) => tombstoneDocument(resources.instance, namespace, id)),
     );
   }
-  await Promise.all([
-    upserts.length > 0 ? sendStatements(db, 'update', writes.coll, upserts) : undefined,
-    writes.deletes.length > 0 ? sendStatements(db, 'delete', writes.coll, writes.deletes) : undefined,
-  ]);
-  return { statements: upserts.length + writes.deletes.length, lookedUp: moved.length };
+  const upsert = () => (all.upserts.length > 0 ? sendStatements(db, 'update', writes.coll, all.upserts) : undefined);
+  const remove = () => (all.deletes.length > 0 ? sendStatements(db, 'delete', writes.coll, all.deletes) : undefined);
+  if (all.movedIds.length === 0) await Promise.all([upsert(), remove()]);
+  else {
+    // A document's copy under its old shard key goes first: on the shard that has it, the upsert
+    // under the new key would otherwise meet it as a duplicate `_id`.
+    await remove();
+    await upsert();
+  }
+  return { statements: all.upserts.length + all.deletes.length, lookedUp: moved.length };
 }
 
 /** Applies one batch (see the module comment). */
 export async function applyBatch(task: ApplyTask, resources: ApplyResources): Promise<ApplyOutcome> {
-  const plan = planWrites(readBatch(task.events));
-  const results = await retryTransient(() =>
-    Promise.all(plan.namespaces.map((writes) => applyNamespace(writes, resources, task.recordTombstones))),
-  );
+  const events = readBatch(task.events);
+  let plan = planWrites(events, task.shardKeys);
+  const apply = () =>
+    retryTransient(() => Promise.all(plan.namespaces.map((writes) => applyNamespace(writes, resources, task.recordTombstones))));
+  const results = await apply().catch((error: unknown) => {
+    // A document's upsert met its `_id` on the shard under another key, which no event of the
+    // batch said it left (a copy written before its key changed, an update looked up after a
+    // later change): every document's other-key copies go first, then the batch again.
+    const duplicate = (error as { serverCode?: unknown }).serverCode === 11000;
+    if (!duplicate || task.shardKeys === undefined) throw error;
+    plan = planWrites(events, task.shardKeys, true);
+    return apply();
+  });
   return {
     events: plan.events,
     coalesced: plan.coalesced,

@@ -28,9 +28,16 @@ export interface CrudEvent {
   fullDocument: Uint8Array | null | undefined;
   /** The collection's UUID as the event names it (absent from streams without expanded events). */
   collectionUUID?: unknown;
+  /** An update's `updateDescription` (bytes of the sub-document): which fields it changed. */
+  updateDescription?: Uint8Array;
+  /**
+   * The `documentKey` (bytes of the sub-document) when it holds more than `_id`: the event comes
+   * from a collection sharded on the source, and these are the document's shard-key values then.
+   */
+  documentKey?: Uint8Array;
 }
 
-const FIELDS = ['operationType', 'ns', 'documentKey', 'fullDocument', 'collectionUUID'].map(encodeFieldName);
+const FIELDS = ['operationType', 'ns', 'documentKey', 'fullDocument', 'collectionUUID', 'updateDescription'].map(encodeFieldName);
 const NS_FIELDS = ['db', 'coll'].map(encodeFieldName);
 const ID = encodeFieldName('_id');
 
@@ -43,7 +50,7 @@ function string(buf: Uint8Array, element: RawElement | undefined, field: string)
 
 /** Reads the CRUD event at `offset` of `buf`; throws if it is not one or lacks a field it needs. */
 export function readCrudEvent(buf: Uint8Array, offset = 0): CrudEvent {
-  const [operationType, ns, documentKey, fullDocument, collectionUUID] = findElements(buf, FIELDS, offset);
+  const [operationType, ns, documentKey, fullDocument, collectionUUID, updateDescription] = findElements(buf, FIELDS, offset);
   const type = string(buf, operationType, 'operationType');
   if (!isCrudOperation(type))
     throw new UnexpectedBsonType({
@@ -76,5 +83,12 @@ export function readCrudEvent(buf: Uint8Array, offset = 0): CrudEvent {
     fullDocument: document,
   };
   if (collectionUUID !== undefined) event.collectionUUID = decodeValue(buf, collectionUUID);
+  // More than `_id`: its element ends before the document does (less its terminating byte).
+  if (id.valueEnd < documentKey.valueEnd - 1 || id.nameOffset - 1 > documentKey.valueOffset + 4) {
+    event.documentKey = buf.subarray(documentKey.valueOffset, documentKey.valueEnd);
+  }
+  if (updateDescription !== undefined && updateDescription.type === BsonType.document) {
+    event.updateDescription = buf.subarray(updateDescription.valueOffset, updateDescription.valueEnd);
+  }
   return event;
 }

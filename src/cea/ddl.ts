@@ -21,19 +21,39 @@
  * older than the copy's completion) is renamed and then read again whole: the copy read the old
  * name by name and may have missed documents. So is a rename of a collection whose earlier read
  * was cut short by this very rename (its record is `incomplete`, resync.ts).
+ *
+ * On a sharded destination: a collection created under a name `sharding.shardingEntries` lists
+ * is sharded with its key as it is created (empty: mongod builds the key's index itself); a
+ * source collection sharded during a sharded → sharded sync (`shardCollection`) is sharded on
+ * the destination with the same key (src/plan/sharding.ts). A rename into another database
+ * during a replica set → sharded sync is refused (UnsupportedRename) before anything of it is
+ * applied: mongosync does not support it, and it would leave a listed collection unsharded in
+ * another database. mongod renames across databases by copying into `<db>.tmpXXXXX.renameCollection`
+ * and renaming that within the target database, which is how the event shows it.
  */
 import { EJSON, type Binary, type Document } from 'bson';
-import { collectionEntry, collMod, dropIndex, dropNamespace, namespaceExists, renameNamespace } from '../cluster/commands.js';
+import {
+  collectionEntry,
+  collMod,
+  dropIndex,
+  dropNamespace,
+  listIndexSpecs,
+  namespaceExists,
+  renameNamespace,
+} from '../cluster/commands.js';
+import { normalizeKeyPattern, type ShardKeyPattern } from '../cluster/shard-key.js';
+import { clusterTopology } from '../cluster/sharding.js';
 import { indexBuildTime, type IndexPlan } from '../domain/catalog.js';
 import { ID_INDEX_NAME, TEMPORARY_TTL_SECONDS } from '../domain/constants.js';
 import { namespaceOf, type Namespace } from '../domain/namespaces.js';
-import { DdlApplicationFailed, DestinationConflict } from '../errors/errors.js';
+import { DdlApplicationFailed, DestinationConflict, UnsupportedRename } from '../errors/errors.js';
 import type { NamespaceRecord } from '../meta/namespaces.js';
 import { namespaceRecord } from '../plan/catalog.js';
 import { createPlan } from '../plan/collection-options.js';
 import { buildIndex, createOnDestination } from '../plan/destination.js';
 import { distinguished, inBuildOrder, isHashedIndex, temporaryIndex, withoutTwins } from '../plan/indexes.js';
 import type { NamespaceSelector } from '../plan/namespaces.js';
+import { planDestinationSharding, requestedShardKey, shardOnDestination } from '../plan/sharding.js';
 import { resyncCollection, type ResyncContext } from './resync.js';
 
 export interface DdlContext extends ResyncContext {
@@ -41,7 +61,16 @@ export interface DdlContext extends ResyncContext {
 }
 
 /** The DDL operation types change-event application applies. */
-export const DDL_OPERATIONS = ['create', 'drop', 'rename', 'dropDatabase', 'createIndexes', 'dropIndexes', 'modify'] as const;
+export const DDL_OPERATIONS = [
+  'create',
+  'drop',
+  'rename',
+  'dropDatabase',
+  'createIndexes',
+  'dropIndexes',
+  'modify',
+  'shardCollection',
+] as const;
 export type DdlOperation = (typeof DDL_OPERATIONS)[number];
 
 export function isDdlOperation(operationType: string): operationType is DdlOperation {
@@ -60,6 +89,9 @@ function sameSpec(a: Document, b: Document): boolean {
   return EJSON.stringify(a, { relaxed: false }) === EJSON.stringify(b, { relaxed: false });
 }
 
+/** mongod's temporary collection of a rename across databases (`tmp` + 5 characters + `.renameCollection`). */
+const CROSS_DATABASE_RENAME_TEMPORARY = /^tmp[A-Za-z0-9]{5}\.renameCollection$/;
+
 function namespaceOfEvent(event: Document, field: 'ns' | 'to'): Namespace {
   const value = event[field] as { db?: unknown; coll?: unknown } | undefined;
   if (typeof value?.db !== 'string' || typeof value.coll !== 'string') {
@@ -70,9 +102,16 @@ function namespaceOfEvent(event: Document, field: 'ns' | 'to'): Namespace {
 
 export class DdlApplier {
   readonly #context: DdlContext;
+  #destinationSharded: Promise<boolean> | undefined;
 
   constructor(context: DdlContext) {
     this.#context = context;
+  }
+
+  /** Whether the destination is a sharded cluster (asked once). */
+  #shardedDestination(): Promise<boolean> {
+    this.#destinationSharded ??= clusterTopology(this.#context.destination).then((topology) => topology === 'sharded');
+    return this.#destinationSharded;
   }
 
   /**
@@ -110,6 +149,8 @@ export class DdlApplier {
         );
       case 'modify':
         return this.#modify(namespaceOfEvent(event, 'ns'), description);
+      case 'shardCollection':
+        return this.#shardCollection(namespaceOfEvent(event, 'ns'), normalizeKeyPattern((description.shardKey ?? {}) as Document));
     }
   }
 
@@ -124,18 +165,34 @@ export class DdlApplier {
     return this.#newRecord(ns, entry.type === 'view' ? 'view' : 'collection', entry.options, entry.uuid);
   }
 
-  #newRecord(ns: Namespace, type: 'collection' | 'view', options: Document, uuid: unknown): NamespaceRecord {
+  #newRecord(ns: Namespace, type: 'collection' | 'view', options: Document, uuid: unknown, shardKey?: ShardKeyPattern): NamespaceRecord {
     const { request } = this.#context;
     const source = { db: ns.db, coll: ns.coll, type, options, indexes: [], ...(uuid === undefined ? {} : { uuid: uuid as never }) };
-    const record = namespaceRecord(source, indexBuildTime(request.buildIndexes), request);
+    const record = namespaceRecord(source, indexBuildTime(request.buildIndexes), request, shardKey);
     // Nothing to copy: whatever the collection holds arrives as change events.
     return { ...record, created: true, partitioned: true, indexesBuilt: true };
   }
 
+  /**
+   * UnsupportedRename for mongod's temporary collection of a rename across databases during a
+   * replica set → sharded sync, refused at its `create` (its first event), so nothing of it is
+   * applied, or at the rename itself.
+   */
+  #refuseCrossDatabaseRename(ns: Namespace): void {
+    if (this.#context.request.sharding === undefined || !CROSS_DATABASE_RENAME_TEMPORARY.test(ns.coll)) return;
+    throw new UnsupportedRename(
+      `a collection was renamed into the database ${ns.db} from another database on the source (renameCollection across ` +
+        'databases), which a replica set → sharded cluster sync does not support (as mongosync does not); nothing of the ' +
+        'rename was applied to the destination. Start the migration again from the beginning',
+    );
+  }
+
   async #create(ns: Namespace, type: 'collection' | 'view', description: Document, uuid: unknown): Promise<void> {
+    this.#refuseCrossDatabaseRename(ns);
     const { idIndex: _idIndex, ...options } = description;
     const existing = await this.#context.records.get(ns);
-    const record = existing ?? this.#newRecord(ns, type, options, uuid);
+    const shardKey = type === 'collection' && (await this.#shardedDestination()) ? requestedShardKey(this.#context.request, ns) : undefined;
+    const record = existing ?? this.#newRecord(ns, type, options, uuid, shardKey);
     try {
       await createOnDestination(this.#context.destination, record);
     } catch (error) {
@@ -144,6 +201,28 @@ export class DdlApplier {
       this.#context.logger.debug({ ns: namespaceOf(ns) }, 'create: the namespace already exists on the destination; kept');
     }
     if (existing === undefined) await this.#context.records.put(record);
+    await this.#shard(record);
+  }
+
+  /** Shards a record's collection on the destination if its record says so and it is not yet. */
+  async #shard(record: NamespaceRecord): Promise<void> {
+    if (record.sharding === undefined || record.sharded === true) return;
+    const { source, destination, records, logger } = this.#context;
+    await shardOnDestination(source, destination, record, logger);
+    await records.markDone(record, 'sharded');
+  }
+
+  /** A collection sharded on a sharded source: sharded on a sharded destination with the same key. */
+  async #shardCollection(ns: Namespace, key: ShardKeyPattern): Promise<void> {
+    if (!(await this.#shardedDestination()) || Object.keys(key).length === 0) return;
+    const record = await this.#record(ns);
+    if (record === undefined || record.type !== 'collection') return; // gone since: its drop follows
+    if (record.sharding !== undefined && JSON.stringify(record.sharding.key) === JSON.stringify(key)) return this.#shard(record);
+    const indexes = (await listIndexSpecs(this.#context.source, ns)) ?? [];
+    const sharding = planDestinationSharding(key, indexes, record.indexes, record.sourceOptions.collation as Document | undefined);
+    const updated: NamespaceRecord = { ...record, sharding, sharded: false };
+    await this.#context.records.put(updated);
+    await this.#shard(updated);
   }
 
   async #drop(ns: Namespace): Promise<void> {
@@ -159,6 +238,7 @@ export class DdlApplier {
 
   async #rename(from: Namespace, to: Namespace, uuid: Binary | undefined, duringCopy: boolean): Promise<void> {
     const { selector, destination, records, logger } = this.#context;
+    this.#refuseCrossDatabaseRename(from);
     const fromSelected = selector.selects(from.db, from.coll);
     const toSelected = selector.selects(to.db, to.coll);
     if (fromSelected && !toSelected) {

@@ -26,7 +26,7 @@ import type { MongoClient } from 'mongodb';
 import { listCollectionEntries } from '../cluster/commands.js';
 import { findRaw } from '../cluster/raw-cursor.js';
 import { decodeValue, findId, TYPE_FAITHFUL } from '../bson/index.js';
-import { upsertStatement, type UnresolvedUpdate } from './write-plan.js';
+import type { UnresolvedUpdate } from './write-plan.js';
 
 function uuidHex(value: unknown): string | undefined {
   const bytes = (value as { buffer?: Uint8Array } | undefined)?.buffer;
@@ -42,15 +42,15 @@ function idValue(idElement: Uint8Array): unknown {
 }
 
 /** The element of a raw document's `_id`, as bytes. */
-function idElementOf(document: Uint8Array): Uint8Array {
+export function idElementOf(document: Uint8Array): Uint8Array {
   const id = findId(document);
   return document.subarray(id.nameOffset - 1, id.valueEnd);
 }
 
 /**
- * Upsert statements for the documents of `unresolved` (updates of `db.coll`) that the collection
- * the events name (by UUID) still holds, under its current name in `db`; the rest are gone from
- * it (see the module comment).
+ * The documents of `unresolved` (updates of `db.coll`), raw, that the collection the events name
+ * (by UUID) still holds, under its current name in `db`; the rest are gone from it (see the
+ * module comment).
  */
 export async function lookUpMovedDocuments(
   source: MongoClient,
@@ -72,14 +72,15 @@ export async function lookUpMovedDocuments(
       return uuid === undefined ? [] : [[uuid, entry.name] as const];
     }),
   );
-  const statements: Uint8Array[] = [];
+  const documents: Uint8Array[] = [];
   for (const [uuid, updates] of byUuid) {
     const current = nameOf.get(uuid);
     if (current === undefined) continue; // dropped, or renamed into another database: nothing to bring across
     const ids = updates.map((update) => idValue(update.idElement));
     for await (const document of findRaw(source, { db, coll: current }, { _id: { $in: ids } }, TYPE_FAITHFUL)) {
-      statements.push(upsertStatement(idElementOf(document), document));
+      // A view into the driver's reply: copied, so the statements built from it own their bytes.
+      documents.push(Uint8Array.from(document));
     }
   }
-  return statements;
+  return documents;
 }

@@ -36,6 +36,18 @@ export class RawDocumentBuilder {
     return this.#header(BsonType.document, name).#push(bytes);
   }
 
+  /** An array of documents, each given as its bytes. */
+  documentArray(name: string, documents: readonly Uint8Array[]): this {
+    const array = new RawDocumentBuilder();
+    documents.forEach((doc, i) => array.document(String(i), doc));
+    return this.#header(BsonType.array, name).#push(array.finish());
+  }
+
+  /** A value of any type given as its type byte and value bytes (taken from another document). */
+  value(name: string, type: number, bytes: Uint8Array): this {
+    return this.#header(type, name).#push(bytes);
+  }
+
   boolean(name: string, value: boolean): this {
     return this.#header(BsonType.boolean, name).#push(Uint8Array.of(value ? 1 : 0));
   }

@@ -40,8 +40,9 @@ import type { NamespaceRecord, NamespaceRecords } from '../meta/namespaces.js';
 import { namespaceRecord, readSourceNamespace } from '../plan/catalog.js';
 import { buildIndex, createOnDestination } from '../plan/destination.js';
 import { inBuildOrder } from '../plan/indexes.js';
+import type { ShardKeyPattern } from '../cluster/shard-key.js';
 import { sendStatements } from './destination-writes.js';
-import { upsertStatement } from './write-plan.js';
+import { documentWrites, type NamespaceWrites } from './write-plan.js';
 
 /** What reading a collection again needs. */
 export interface ResyncContext {
@@ -100,23 +101,37 @@ async function deleteMissing(source: Collection, destination: Collection): Promi
   return deleted;
 }
 
-/** Writes every source document to the destination (upserting replaces). */
-async function writeAll(source: MongoClient, ns: Namespace, destinationDb: Db): Promise<number> {
-  let statements: Uint8Array[] = [];
+/**
+ * Writes every source document to the destination (upserting replaces; on a collection sharded
+ * there, with its shard key, and deleting any copy under another key).
+ */
+async function writeAll(source: MongoClient, ns: Namespace, destinationDb: Db, shardKey: ShardKeyPattern | undefined): Promise<number> {
+  const empty = (): NamespaceWrites => ({
+    ...ns,
+    ...(shardKey === undefined ? {} : { shardKey }),
+    upserts: [],
+    deletes: [],
+    deletedIds: [],
+    movedIds: [],
+    unresolved: [],
+  });
+  let writes = empty();
   let bytes = 0;
   let written = 0;
   const flush = async () => {
-    if (statements.length === 0) return;
-    await sendStatements(destinationDb, 'update', ns.coll, statements);
-    written += statements.length;
-    statements = [];
+    if (writes.upserts.length === 0) return;
+    // Copies under another shard key first: on their shard they would be a duplicate `_id` for the upsert.
+    if (writes.deletes.length > 0) await sendStatements(destinationDb, 'delete', ns.coll, writes.deletes);
+    await sendStatements(destinationDb, 'update', ns.coll, writes.upserts);
+    written += writes.upserts.length;
+    writes = empty();
     bytes = 0;
   };
   for await (const document of findRaw(source, ns, {}, { sort: { _id: 1 }, hint: { _id: 1 }, batchSize: BATCH_DOCUMENTS })) {
     const id = findId(document);
-    statements.push(upsertStatement(document.subarray(id.nameOffset - 1, id.valueEnd), document));
+    documentWrites(writes, document.subarray(id.nameOffset - 1, id.valueEnd), document, true);
     bytes += document.length;
-    if (statements.length >= BATCH_DOCUMENTS || bytes >= BATCH_BYTES) await flush();
+    if (writes.upserts.length >= BATCH_DOCUMENTS || bytes >= BATCH_BYTES) await flush();
   }
   await flush();
   return written;
@@ -175,10 +190,13 @@ async function markIncomplete(context: ResyncContext, ns: Namespace, read: Names
 export async function resyncCollection(context: ResyncContext, ns: Namespace, uuid?: Binary): Promise<ResyncOutcome> {
   const { destination, records, logger } = context;
   const destinationDb = destination.db(ns.db);
+  // Sharded on the destination (by Ferry, before): it stays so, with its key.
+  const sharding = (await records.get(ns))?.sharding;
   let read: NamespaceRecord | undefined;
   for (let retry = 0; ; retry++) {
-    const record = await sourceRecord(context, ns);
-    if (record === undefined || !holds(record, uuid)) return markIncomplete(context, ns, read);
+    const found = await sourceRecord(context, ns);
+    if (found === undefined || !holds(found, uuid)) return markIncomplete(context, ns, read);
+    const record = sharding === undefined ? found : { ...found, sharding, sharded: true };
     try {
       try {
         await createOnDestination(destination, record);
@@ -192,7 +210,7 @@ export async function resyncCollection(context: ResyncContext, ns: Namespace, uu
         for (const plan of inBuildOrder(record.indexes)) await buildIndex(destination, ns, plan);
         const source = context.source.db(ns.db).collection(ns.coll);
         const deleted = await deleteMissing(source, destinationDb.collection(ns.coll));
-        const written = await writeAll(context.source, ns, destinationDb);
+        const written = await writeAll(context.source, ns, destinationDb, record.sharding?.key);
         // A read done in few batches sees no rename or drop of its collection: check the name still holds it.
         if (!holds(await collectionEntry(context.source, ns), record.uuid)) return markIncomplete(context, ns, read);
         logger.info(

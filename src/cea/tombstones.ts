@@ -23,6 +23,7 @@ import { MAJORITY } from '../cluster/concerns.js';
 import { isDuplicateKey } from '../cluster/errors.js';
 import { writeRaw } from '../cluster/raw-writes.js';
 import { retryTransient } from '../cluster/retry.js';
+import { shardKeyOf, type ShardKeyPattern } from '../cluster/shard-key.js';
 import { METADATA_DATABASE, splitNamespace } from '../domain/namespaces.js';
 import { TombstoneWriteRefused } from '../errors/errors.js';
 import type { Logger } from '../log/logger.js';
@@ -71,8 +72,28 @@ function keyOf(id: unknown): string {
 /** The binary collation: strings equal only when their bytes are. */
 const SIMPLE_COLLATION = { locale: 'simple' };
 
+/** Deletes, on a sharded destination, the copies of `held` documents whose shard key is not the source's; returns how many. */
+async function deleteOtherKeys(
+  destination: MongoClient,
+  ns: { db: string; coll: string },
+  held: readonly Document[],
+  key: ShardKeyPattern,
+): Promise<number> {
+  const others = Object.fromEntries(Object.entries(key).filter(([path]) => path !== '_id'));
+  if (held.length === 0 || Object.keys(others).length === 0) return 0;
+  const result = await destination
+    .db(ns.db)
+    .collection(ns.coll)
+    .bulkWrite(
+      held.map((doc) => ({ deleteMany: { filter: { _id: doc._id, $nor: [shardKeyOf(doc, others)] }, collation: SIMPLE_COLLATION } })),
+      { ordered: false, writeConcern: MAJORITY },
+    );
+  return result.deletedCount;
+}
+
 /**
  * The sweep (see the module comment). Call only with every lane drained and the copy complete.
+ * `shardKeys`: the destination's shard keys by `db.coll`, for the collections sharded there.
  * Returns how many documents it deleted on the destination.
  */
 export async function sweepTombstones(
@@ -80,6 +101,7 @@ export async function sweepTombstones(
   destination: MongoClient,
   store: MetadataStore,
   logger: Logger,
+  shardKeys: Readonly<Record<string, ShardKeyPattern>> = {},
 ): Promise<number> {
   const collection = store.collection<TombstoneDocument>('tombstones');
   const tombstones = (await collection.find({ instance: store.instance }, TYPE_FAITHFUL_READ).toArray()) as TombstoneDocument[];
@@ -88,6 +110,8 @@ export async function sweepTombstones(
   let deleted = 0;
   for (const [ns, ids] of byNamespace) {
     const { db, coll } = splitNamespace(ns);
+    const shardKey = shardKeys[ns];
+    const projection = { _id: 1, ...Object.fromEntries(Object.keys(shardKey ?? {}).map((path) => [path, 1])) };
     for (let start = 0; start < ids.length; start += SWEEP_CHUNK) {
       const chunk = ids.slice(start, start + SWEEP_CHUNK);
       // Idempotent: a passing failure, or a rename or drop of the collection killing the read
@@ -97,18 +121,20 @@ export async function sweepTombstones(
           .db(db)
           .collection(coll)
           // The primary: a lagging secondary (a URI's readPreference) could still hold a deleted document.
-          .find({ _id: { $in: chunk } } as Document, { projection: { _id: 1 }, readPreference: 'primary', ...TYPE_FAITHFUL_READ })
+          .find({ _id: { $in: chunk } } as Document, { projection, readPreference: 'primary', ...TYPE_FAITHFUL_READ })
           .toArray();
+        let removed = shardKey === undefined ? 0 : await deleteOtherKeys(destination, { db, coll }, present, shardKey);
         const held = new Set(present.map((doc) => keyOf(doc._id)));
         const gone = chunk.filter((id) => !held.has(keyOf(id)));
-        if (gone.length === 0) return 0;
+        if (gone.length === 0) return removed;
         const result = await destination
           .db(db)
           .collection(coll)
           // Byte-exact _ids, as `gone` was worked out: under a case-insensitive collection collation
           // {_id: 'abc'} would also delete the 'ABC' the source holds.
           .deleteMany({ _id: { $in: gone } } as Document, { writeConcern: MAJORITY, collation: SIMPLE_COLLATION });
-        return result.deletedCount;
+        removed += result.deletedCount;
+        return removed;
       });
     }
   }

@@ -4,6 +4,7 @@
  * Connection strings hold credentials: they go to the driver and nowhere else.
  */
 import { MongoClient } from 'mongodb';
+import { ConnectionString } from 'mongodb-connection-string-url';
 import type { ClusterEndpoint } from '../domain/clusters.js';
 
 /**
@@ -50,4 +51,20 @@ export function openCluster(endpoint: ClusterEndpoint, options?: ConnectOptions)
 export function addressOf(uri: string): string | undefined {
   const { srvHost, hosts } = new MongoClient(uri).options;
   return srvHost ?? hosts[0]?.toString();
+}
+
+/**
+ * The same connection string, to its first host alone (`directConnection`) and without its
+ * `replicaSet` option; undefined when it has no `replicaSet` option, or is an SRV string (whose
+ * hosts come from DNS). A client of a string with `replicaSet` never selects a mongos (the driver
+ * drops a member that is not of the set), so the only way to learn that such a string leads to a
+ * mongos is to ask its host directly.
+ */
+export function firstHostWithoutReplicaSet(uri: string): string | undefined {
+  const parsed = new ConnectionString(uri);
+  if (parsed.isSRV || !parsed.searchParams.has('replicaSet') || parsed.hosts.length === 0) return undefined;
+  parsed.hosts = [parsed.hosts[0]!];
+  parsed.searchParams.delete('replicaSet');
+  parsed.searchParams.set('directConnection', 'true');
+  return parsed.toString();
 }

@@ -95,6 +95,9 @@ export const isIndexNotFound = (error: unknown): boolean => hasCode(error, SERVE
 export const isNamespaceExists = (error: unknown): boolean => hasCode(error, SERVER_CODES.NamespaceExists);
 export const isWriteConcernFailed = (error: unknown): boolean => hasCode(error, SERVER_CODES.WriteConcernFailed);
 
+/** An index with the same key and options exists under another name. */
+export const isIndexOptionsConflict = (error: unknown): boolean => hasCode(error, SERVER_CODES.IndexOptionsConflict);
+
 /** An index of that name exists with other options or another key. */
 export function isIndexConflict(error: unknown): boolean {
   return hasCode(error, SERVER_CODES.IndexOptionsConflict) || hasCode(error, SERVER_CODES.IndexKeySpecsConflict);

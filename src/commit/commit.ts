@@ -29,6 +29,7 @@
 import { appendOplogNote, setUserWriteBlocking } from '../cluster/commands.js';
 import { asClusterError } from '../cluster/errors.js';
 import { retryTransient } from '../cluster/retry.js';
+import { clusterTopology } from '../cluster/sharding.js';
 import { blocksDestination, blocksSource } from '../domain/start-request.js';
 import { describeTime } from '../domain/time.js';
 import { CollectionReadInterrupted, MetadataMissing } from '../errors/errors.js';
@@ -139,7 +140,10 @@ export class Commit implements CommitPhase {
       if (incomplete !== undefined) throw new CollectionReadInterrupted({ ns: namespaceOf(incomplete) });
       // Hot documents' events were skipped: each is copied as the source holds it now, after the commit point.
       await copyHotDocuments(source.client, destination.client, this.#context.resume.hotDocuments ?? [], logger);
-      const steps = await planRestore(destination.client, records);
+      const steps = await planRestore(destination.client, records, {
+        perShard: (await clusterTopology(destination.client)) === 'sharded',
+        dropPlaceholders: request.buildIndexes !== 'never',
+      });
       const failures = await runRestore(destination.client, steps);
       if (failures.length > 0) return failures;
       logger.info('Commit: every temporary characteristic restored on the destination');

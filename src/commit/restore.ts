@@ -24,10 +24,19 @@
  * already matches needs nothing), so a commit interrupted half-way computes only what remains. A
  * step that fails does not stop the others (but an index of that collection is not rebuilt after
  * it); every failure is returned by namespace and index name.
+ *
+ * On a sharded destination each shard's indexes are compared (`$indexStats`: a `collMod` through
+ * mongos runs on every shard, but only the shards say whether each of them took it), so a
+ * characteristic is restored, and found restored, on every shard. A placeholder index built only
+ * to support a shard key (src/plan/sharding.ts) is dropped, except with `buildIndexes: never`
+ * (spec §4.1 rule 9: the collection keeps it, having no other), and wherever no other index
+ * supports the key.
  */
 import type { Document } from 'bson';
 import type { MongoClient } from 'mongodb';
 import { collectionEntry, collMod, createIndexes, dropIndex, listIndexSpecs } from '../cluster/commands.js';
+import { indexSpecsByShard } from '../cluster/sharding.js';
+import { supportsShardKey } from '../cluster/shard-key.js';
 import type { IndexPlan } from '../domain/catalog.js';
 import type { Namespace } from '../domain/namespaces.js';
 import { type NamespaceRecord } from '../meta/namespaces.js';
@@ -48,6 +57,8 @@ export interface RestoreStep {
   change?: Document;
   /** The index specification to build, after dropping the index of that name (a `build` step). */
   build?: Document;
+  /** Drop the index instead (a shard key's placeholder). */
+  drop?: true;
 }
 
 /** A step the destination refused. */
@@ -118,26 +129,44 @@ export function buildSteps(ns: { db: string; coll: string }, plan: IndexPlan, de
 }
 
 /** Every step the collections of `records` still need on `destination` (see the module comment). */
-export async function planRestore(destination: MongoClient, records: readonly NamespaceRecord[]): Promise<RestoreStep[]> {
+export async function planRestore(
+  destination: MongoClient,
+  records: readonly NamespaceRecord[],
+  options: RestoreOptions = {},
+): Promise<RestoreStep[]> {
   const steps: RestoreStep[] = [];
   const builds: RestoreStep[] = [];
   for (const record of records.filter((r) => r.type === 'collection')) {
     const ns = { db: record.db, coll: record.coll };
-    const [destinationIndexes, destinationOptions] = await Promise.all([listIndexes(destination, ns), collectionOptions(destination, ns)]);
+    const [destinationLists, destinationOptions] = await Promise.all([
+      destinationIndexLists(destination, ns, options.perShard === true),
+      collectionOptions(destination, ns),
+    ]);
     if (destinationOptions === undefined) continue; // not on the destination: nothing to restore on it
-    const onDestination = byName(destinationIndexes);
-    for (const plan of record.indexes) {
-      const counterpart = onDestination.get(plan.name);
-      const build = buildSteps(ns, plan, counterpart);
-      if (build.length > 0) builds.push(...build);
-      else if (counterpart !== undefined) steps.push(...indexSteps(ns, plan.original, counterpart));
+    for (const destinationIndexes of destinationLists) {
+      const onDestination = byName(destinationIndexes);
+      for (const plan of record.indexes) {
+        const counterpart = onDestination.get(plan.name);
+        const build = buildSteps(ns, plan, counterpart);
+        if (build.length > 0) builds.push(...build);
+        else if (counterpart !== undefined) steps.push(...indexSteps(ns, plan.original, counterpart));
+      }
+    }
+    const placeholder = record.sharding?.supportingIndex.origin === 'placeholder' ? String(record.sharding.supportingIndex.spec.name) : '';
+    // Dropped only where another index supports the key (mongod refuses to drop the last one:
+    // with `excludeHashed`, a hashed supporting index is never built, and the placeholder stays).
+    const key = record.sharding?.key ?? {};
+    const droppable = (list: Document[]) =>
+      list.some((index) => index.name === placeholder) && list.some((index) => index.name !== placeholder && supportsShardKey(index, key));
+    if (options.dropPlaceholders === true && destinationLists.some(droppable)) {
+      steps.push({ ns, index: placeholder, what: 'placeholder index', drop: true });
     }
     steps.push(
       ...cappedSteps(ns, record.sourceOptions, destinationOptions),
       ...collectionTtlSteps(ns, record.sourceOptions, destinationOptions),
     );
   }
-  return [...steps, ...builds];
+  return distinct([...steps, ...builds]);
 }
 
 async function listIndexes(client: MongoClient, ns: Namespace): Promise<Document[]> {
@@ -146,6 +175,31 @@ async function listIndexes(client: MongoClient, ns: Namespace): Promise<Document
 
 async function collectionOptions(client: MongoClient, ns: Namespace): Promise<Document | undefined> {
   return (await collectionEntry(client, ns))?.options;
+}
+
+/** How `planRestore` looks at the destination. */
+export interface RestoreOptions {
+  /** The destination is sharded: compare every shard's indexes. Default false. */
+  perShard?: boolean;
+  /** Drop shard keys' placeholder indexes (all but `buildIndexes: never`). Default false. */
+  dropPlaceholders?: boolean;
+}
+
+/** The destination's indexes of `ns`: one list, or one per shard. */
+async function destinationIndexLists(destination: MongoClient, ns: Namespace, perShard: boolean): Promise<Document[][]> {
+  if (!perShard) return [await listIndexes(destination, ns)];
+  return [...(await indexSpecsByShard(destination, ns)).values()];
+}
+
+/** Steps once each: the same step found on several shards is one command (mongos runs it on all). */
+function distinct(steps: readonly RestoreStep[]): RestoreStep[] {
+  const seen = new Set<string>();
+  return steps.filter((step) => {
+    const key = JSON.stringify([namespaceOf(step.ns), step.index ?? null, step.what]);
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
 }
 
 /**
@@ -162,7 +216,9 @@ export async function runRestore(destination: MongoClient, steps: readonly Resto
     if (step.what === 'unique' && failed(step, true)) continue;
     if (step.build !== undefined && failed(step, false)) continue;
     try {
-      if (step.build !== undefined) {
+      if (step.drop === true) {
+        await dropIndex(destination, step.ns, step.index!);
+      } else if (step.build !== undefined) {
         await dropIndex(destination, step.ns, String(step.build.name));
         await createIndexes(destination, step.ns, [step.build]);
       } else {

@@ -15,7 +15,7 @@
  * file again (src/config/reload.ts) and hands the new figures to the running phases, which apply
  * them at their next partition or batch. Every other option keeps the value it started with.
  */
-import type { ClusterEndpoint } from '../domain/clusters.js';
+import { DEFAULT_INSTANCE_ID, type ClusterEndpoint } from '../domain/clusters.js';
 import { VERBOSITY_LEVELS } from '../domain/constants.js';
 
 const MiB = 1024 * 1024;
@@ -127,7 +127,7 @@ export const OPTIONS = {
   },
   id: {
     type: 'text',
-    default: 'coordinator',
+    default: DEFAULT_INSTANCE_ID,
     valueName: '<id>',
     help: 'instance identifier',
     meaning: 'instance id: `mongosyncID`/`coordinatorID` in progress, `mongosyncID` in every log line',

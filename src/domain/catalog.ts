@@ -59,3 +59,23 @@ export interface CappedOriginal {
   /** The source's `max` document count; absent when it has none. */
   max?: number;
 }
+
+/** Where the index that supports a destination shard key comes from. */
+export type SupportingIndexOrigin =
+  /** A source index, built on the destination before the collection is sharded (in temporary form). */
+  | 'source'
+  /** Created because the source has none (`createSupportingIndexes`): kept after commit. */
+  | 'created'
+  /**
+   * A placeholder, because `buildIndexes` leaves the source's supporting index unbuilt: kept after
+   * commit with `never` (the collection cannot be without one), dropped at commit otherwise.
+   */
+  | 'placeholder';
+
+/** How a collection is sharded on the destination, decided when the sync plans it. */
+export interface DestinationSharding {
+  /** The key pattern: fields in order, each `1` or `'hashed'`. */
+  key: Record<string, 1 | 'hashed'>;
+  /** The index that supports the key on the destination when the collection is sharded. */
+  supportingIndex: { origin: SupportingIndexOrigin; spec: Document };
+}

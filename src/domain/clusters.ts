@@ -23,3 +23,10 @@ export function describeCluster(endpoint: ClusterEndpoint): string {
 export function nameCluster(endpoint: ClusterEndpoint): string {
   return `${endpoint.name} (${endpoint.address})`;
 }
+
+/**
+ * The instance id a single instance runs with (`--id`'s default; mongosync's coordinator). One
+ * instance syncing a sharded cluster must keep it, as with mongosync, whose `--id` names a
+ * source shard when several instances share the work.
+ */
+export const DEFAULT_INSTANCE_ID = 'coordinator';

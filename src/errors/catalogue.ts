@@ -48,9 +48,41 @@ export const ERROR_CATALOGUE = {
   },
   RequestTooLarge: { status: 413, message: '{detail}', when: 'body over 1 MiB' },
   ChangeStreamsUnavailable: { status: 422, message: '{detail}', when: 'the source is a standalone server' },
-  UnsupportedTopology: { status: 422, message: '{detail}', when: 'the destination is a standalone server, or sharded → replica set' },
+  UnsupportedTopology: { status: 422, message: '{detail}', when: 'the destination is a standalone server' },
+  ReplicaSetOptionOnMongos: {
+    status: 422,
+    message: '{detail}',
+    when: 'a connection string has the `replicaSet` option but leads to a mongos (remove the option for a sharded cluster)',
+  },
+  InstanceIdNotAllowed: {
+    status: 422,
+    message: '{detail}',
+    when: 'one instance syncs a sharded cluster with an `--id` other than the default (`coordinator`)',
+  },
+  BalancerRunning: {
+    status: 422,
+    message: '{detail}',
+    when: 'the balancer runs on a sharded source or destination (the description names the command that stops it)',
+  },
   ShardingRequired: { status: 422, message: '{detail}', when: 'replica set → sharded cluster without `sharding`' },
   ShardingNotAllowed: { status: 422, message: '{detail}', when: '`sharding` in any other configuration' },
+  ShardingEntryInvalid: {
+    status: 422,
+    message: '{detail}',
+    when: 'a `sharding` entry names a view, or a collection the namespace filters leave out',
+  },
+  ShardKeyIndexMissing: {
+    status: 422,
+    message: '{detail}',
+    when:
+      'with `createSupportingIndexes` false, no source index supports a shard key (or, on a collection with a ' +
+      'collation, none with the simple collation)',
+  },
+  UniqueIndexIncompatible: {
+    status: 422,
+    message: '{detail}',
+    when: 'a source unique index does not start with the shard key: a sharded destination refuses it',
+  },
   ReversibleNotSupported: {
     status: 422,
     message: '{detail}',
@@ -147,6 +179,10 @@ migration again from the beginning (drop the destination data and Ferry's metada
   DdlApplicationFailed: { message: '{detail}', when: 'a DDL event could not be applied to the destination' },
   ApplyWriteRefused: { message: '{detail}', when: 'the destination refused a change-event write' },
   TombstoneWriteRefused: { message: '{detail}', when: 'the destination refused a tombstone (a delete applied during the copy)' },
+  UnsupportedRename: {
+    message: '{detail}',
+    when: 'a collection was renamed into another database during a replica set → sharded cluster sync (stopped before applying it)',
+  },
   ApplicationStopped: {
     message: 'change-event application stopped before reaching the commit point',
     when: 'change-event application ended before the commit point (it is started again)',

@@ -10,7 +10,7 @@ import type { Binary } from 'bson';
 import { namespaceOf } from '../domain/namespaces.js';
 import type { Document } from 'mongodb';
 import { InstanceCollection, packDocument, storedNumber, TYPE_FAITHFUL_READ, unpackDocument, type MetadataStore } from './store.js';
-import type { CappedOriginal, IndexBuildTime, IndexPlan, TemporaryChanges } from '../domain/catalog.js';
+import type { CappedOriginal, DestinationSharding, IndexBuildTime, IndexPlan, TemporaryChanges } from '../domain/catalog.js';
 
 /** One index in a namespace record. Specifications are packed (`packDocument`, see store.ts). */
 export interface StoredIndex {
@@ -40,6 +40,8 @@ export interface NamespaceRecord {
   expireAfterSeconds?: number;
   /** The indexes Ferry builds on the destination (never `_id`). */
   indexes: IndexPlan[];
+  /** Set when the collection is sharded on the destination: its key and supporting index. */
+  sharding?: DestinationSharding;
   indexBuildTime: IndexBuildTime;
   /** The source's document count and data size when planned (collections only). */
   sourceCount: number;
@@ -55,21 +57,38 @@ export interface NamespaceRecord {
    * reads it whole under the new name, a drop ends it). Commit does not complete while it is set.
    */
   incomplete?: true;
+  /** Sharded on the destination, chunks laid out (only for records with `sharding`). */
+  sharded?: boolean;
 }
 
 /** A namespace record as stored: options and index specifications packed (see store.ts). */
-export interface NamespaceDocument extends Omit<NamespaceRecord, 'sourceOptions' | 'createOptions' | 'indexes'> {
+/** `DestinationSharding` as stored: the key pattern and the index specification packed. */
+interface StoredSharding {
+  key: string;
+  supportingIndex: { origin: DestinationSharding['supportingIndex']['origin']; spec: string };
+}
+
+export interface NamespaceDocument extends Omit<NamespaceRecord, 'sourceOptions' | 'createOptions' | 'indexes' | 'sharding'> {
   _id: { instance: string; ns: string };
   instance: string;
   sourceOptions: string;
   createOptions: string;
   indexes: StoredIndex[];
+  sharding?: StoredSharding;
 }
 
 function toDocument(instance: string, record: NamespaceRecord): NamespaceDocument {
-  const { sourceOptions, createOptions, indexes, ...fields } = record;
+  const { sourceOptions, createOptions, indexes, sharding, ...fields } = record;
   return {
     ...fields,
+    ...(sharding === undefined
+      ? {}
+      : {
+          sharding: {
+            key: packDocument(sharding.key),
+            supportingIndex: { origin: sharding.supportingIndex.origin, spec: packDocument(sharding.supportingIndex.spec) },
+          },
+        }),
     _id: { instance, ns: namespaceOf(record) },
     instance,
     sourceOptions: packDocument(sourceOptions),
@@ -85,7 +104,7 @@ function toDocument(instance: string, record: NamespaceRecord): NamespaceDocumen
 
 /** A stored record back in memory; numbers read type-faithfully become plain numbers again. */
 function fromDocument(doc: NamespaceDocument): NamespaceRecord {
-  const { _id, instance, sourceOptions, createOptions, indexes, capped, expireAfterSeconds, ...fields } = doc;
+  const { _id, instance, sourceOptions, createOptions, indexes, capped, expireAfterSeconds, sharding, ...fields } = doc;
   const record: NamespaceRecord = {
     ...fields,
     sourceOptions: unpackDocument(sourceOptions),
@@ -103,11 +122,18 @@ function fromDocument(doc: NamespaceDocument): NamespaceRecord {
     if (capped.max !== undefined) record.capped.max = storedNumber(capped.max);
   }
   if (expireAfterSeconds !== undefined) record.expireAfterSeconds = storedNumber(expireAfterSeconds);
+  if (sharding !== undefined) {
+    const key = unpackDocument(sharding.key);
+    record.sharding = {
+      key: Object.fromEntries(Object.entries(key).map(([path, direction]) => [path, direction === 'hashed' ? 'hashed' : 1])),
+      supportingIndex: { origin: sharding.supportingIndex.origin, spec: unpackDocument(sharding.supportingIndex.spec) },
+    };
+  }
   return record;
 }
 
 /** The steps of a namespace's preparation that are recorded as done. */
-export type NamespaceStep = 'created' | 'partitioned' | 'indexesBuilt';
+export type NamespaceStep = 'created' | 'sharded' | 'partitioned' | 'indexesBuilt';
 
 export class NamespaceRecords extends InstanceCollection<NamespaceDocument> {
   constructor(store: MetadataStore) {

@@ -18,6 +18,8 @@ import { createPlan } from './collection-options.js';
 import { forEachBounded } from './for-each-bounded.js';
 import { indexesToBuild } from './indexes.js';
 import type { NamespaceSelector } from './namespaces.js';
+import { planDestinationSharding } from './sharding.js';
+import type { ShardKeyPattern } from '../cluster/shard-key.js';
 
 export interface SourceNamespace {
   db: string;
@@ -78,8 +80,16 @@ export async function readSourceNamespace(client: MongoClient, ns: Namespace): P
   return found;
 }
 
-/** What a namespace record starts as, from the source catalog. */
-export function namespaceRecord(source: SourceNamespace, buildTime: IndexBuildTime, request: StartRequest): NamespaceRecord {
+/**
+ * What a namespace record starts as, from the source catalog; with `shardKey`, a collection to
+ * shard on the destination with that key (src/plan/sharding.ts).
+ */
+export function namespaceRecord(
+  source: SourceNamespace,
+  buildTime: IndexBuildTime,
+  request: StartRequest,
+  shardKey?: ShardKeyPattern,
+): NamespaceRecord {
   const plan = createPlan(source.type, source.options);
   const record: NamespaceRecord = {
     db: source.db,
@@ -101,5 +111,9 @@ export function namespaceRecord(source: SourceNamespace, buildTime: IndexBuildTi
   if (source.uuid !== undefined) record.uuid = source.uuid;
   if (plan.capped !== undefined) record.capped = plan.capped;
   if (plan.expireAfterSeconds !== undefined) record.expireAfterSeconds = plan.expireAfterSeconds;
+  if (shardKey !== undefined && source.type === 'collection') {
+    record.sharding = planDestinationSharding(shardKey, source.indexes, record.indexes, source.options.collation as Document | undefined);
+    record.sharded = false;
+  }
   return record;
 }

@@ -2,12 +2,15 @@
  * The planning phase, the first part of a sync's initial copy (`planning` in its resume
  * document), each step recorded before the next so that a restart redoes only what is missing:
  * the source catalog is read and every selected namespace recorded (once: the snapshot taken
- * after T0 is kept); each collection and view is created on the destination (collections first,
- * so a view's source exists); each collection is measured, sampled and split into `_id`-range
+ * after T0 is kept), with the shard key of each collection the destination shards (sharding.ts);
+ * each collection and view is created on the destination (collections first, so a view's source
+ * exists); each collection to shard is sharded, its chunks pre-split and spread over the
+ * destination's shards; each collection is measured, sampled and split into `_id`-range
  * partitions written to the partition table; with `beforeDataCopy`/`excludeHashed`, indexes are
  * built. Then the sync enters `copying`.
  */
 import { isNamespaceNotFound } from '../cluster/errors.js';
+import { clusterTopology, shardedCollections, type ShardedCollection } from '../cluster/sharding.js';
 import { PLANNING_CHUNK, PLANNING_PARALLELISM } from '../config/settings.js';
 import { indexBuildTime } from '../domain/catalog.js';
 import { namespaceOf } from '../domain/namespaces.js';
@@ -22,6 +25,7 @@ import { createOnDestination } from './destination.js';
 import { forEachBounded } from './for-each-bounded.js';
 import { buildPendingIndexes, IndexBuildProgress } from './index-builds.js';
 import { selectorFor } from './namespaces.js';
+import { destinationShardKey, shardOnDestination } from './sharding.js';
 
 export class Planning implements Phase {
   readonly name = 'planning';
@@ -71,9 +75,14 @@ export class Planning implements Phase {
           'Views are not synced with preExistingDestinationData: create them on the destination after the cut-over',
         );
       }
+      const sharded = await this.#destinationSharding();
       // A crash may have left part of an earlier snapshot: start it over.
       await this.#partitions.deleteAll();
-      await this.#namespaces.replaceAll(catalog.map((ns) => namespaceRecord(ns, buildTime, request)));
+      await this.#namespaces.replaceAll(
+        catalog.map((ns) =>
+          namespaceRecord(ns, buildTime, request, sharded ? destinationShardKey(request, ns, sharded.source) : undefined),
+        ),
+      );
       await new ResumeStore(this.#context.store).markCatalogRecorded();
       logger.info({ namespaces: catalog.length }, `Source catalog recorded: ${catalog.length} namespace(s)`);
     }
@@ -103,6 +112,13 @@ export class Planning implements Phase {
     for (let at = 0; at < unplanned.length && !this.#stopping; at += PLANNING_CHUNK) {
       await this.#partitionChunk(unplanned.slice(at, at + PLANNING_CHUNK), settings.partitionBytes);
     }
+    // Sharded before anything is copied, so the copy loads every shard from its first byte.
+    for (const record of records) {
+      if (this.#stopping) return 'stopped';
+      if (record.sharding === undefined || record.sharded === true) continue;
+      await shardOnDestination(source.client, destination.client, record, logger);
+      await this.#namespaces.markDone(record, 'sharded');
+    }
     if (this.#stopping) return 'stopped';
     if (buildTime === 'beforeCopy') {
       this.#indexes.count(records);
@@ -112,6 +128,17 @@ export class Planning implements Phase {
     }
     await this.#context.enterSyncPhase('copying');
     return 'done';
+  }
+
+  /**
+   * Whether the destination shards collections: false for a replica set; for a sharded cluster,
+   * the source's sharded collections when it is sharded too (their keys are kept).
+   */
+  async #destinationSharding(): Promise<false | { source?: ReadonlyMap<string, ShardedCollection> }> {
+    const { source, destination } = this.#context;
+    if ((await clusterTopology(destination.client)) !== 'sharded') return false;
+    if ((await clusterTopology(source.client)) !== 'sharded') return {};
+    return { source: await shardedCollections(source.client) };
   }
 
   /** Measures, samples and splits collections into partitions (several at once); records their plans together. */

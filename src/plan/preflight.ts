@@ -1,9 +1,12 @@
 /**
  * Checks, before a sync starts, that the two clusters can serve the start request. Read-only:
  * `hello` (reachability and kind of cluster: `msg: "isdbgrid"` is a mongos, `setName` a replica
- * set member), `listDatabases` and `listCollections` on the destination, and, unless
- * `skipDiskSpaceCheck`, `collStats` of the selected source collections and `dbStats` on the
- * destination. Fails with the first problem found, as a named FerryError.
+ * set member; a connection string with `replicaSet` is also asked directly at its first host,
+ * since a client of such a string never reaches a mongos), `balancerStatus` on a sharded
+ * cluster, the source's catalog of the collections `sharding` lists (sharding-rules.ts),
+ * `listDatabases` and `listCollections` on the destination, and, unless `skipDiskSpaceCheck`,
+ * `collStats` of the selected source collections and `dbStats` on the destination. Fails with
+ * the first problem found, as a named FerryError.
  *
  * The destination rule is mongosync's: without `preExistingDestinationData` the destination must
  * hold no namespace at all (a collection or view in any database but admin, local, config and
@@ -11,26 +14,33 @@
  * there (other data may).
  */
 import type { MongoClient } from 'mongodb';
-import { hello, listDatabaseNames, serverVersion, shardCount, topologyOf, type Topology } from '../cluster/commands.js';
+import { hello, listDatabaseNames, serverVersion, shardCount, topologyOf, type HelloReply, type Topology } from '../cluster/commands.js';
 import { collectionFootprint, freeDiskBytes } from '../cluster/monitoring.js';
 import { isReservedCollection, isReservedDatabase } from '../domain/namespaces.js';
-import { connect } from '../cluster/connect.js';
+import { connect, firstHostWithoutReplicaSet } from '../cluster/connect.js';
 import { asClusterError } from '../cluster/errors.js';
-import { nameCluster, type ClusterEndpoint, type ClusterName } from '../domain/clusters.js';
+import { balancerStatus } from '../cluster/sharding.js';
+import { DEFAULT_INSTANCE_ID, nameCluster, type ClusterEndpoint, type ClusterName } from '../domain/clusters.js';
 import type { StartRequest } from '../domain/start-request.js';
 import {
+  BalancerRunning,
   ChangeStreamsUnavailable,
   DestinationNotEmpty,
   InsufficientDestinationDiskSpace,
+  InstanceIdNotAllowed,
+  ReplicaSetOptionOnMongos,
   ReversibleNotSupported,
   ShardingNotAllowed,
   ShardingRequired,
   UnsupportedTopology,
 } from '../errors/errors.js';
 import { createNamespaceSelector } from './namespaces.js';
+import { checkShardingEntries } from './sharding-rules.js';
 
 export interface PreflightOptions {
   clusters: Record<ClusterName, ClusterEndpoint>;
+  /** This instance's `--id`. Default: the single instance's (`DEFAULT_INSTANCE_ID`). */
+  id?: string;
 }
 
 /** Most namespaces named in a DestinationNotEmpty description. */
@@ -64,9 +74,6 @@ export function checkTopologies(
   if (destination === 'standalone') {
     throw new UnsupportedTopology(`destination ${destinationName} is a standalone server; it must be a replica set or a sharded cluster`);
   }
-  if (source === 'sharded' && destination === 'replicaSet') {
-    throw new UnsupportedTopology(`syncing a sharded cluster (${sourceName}) to a replica set (${destinationName}) is not supported`);
-  }
   const toSharded = source === 'replicaSet' && destination === 'sharded';
   if (toSharded && request.sharding === undefined) {
     throw new ShardingRequired('syncing a replica set to a sharded cluster needs "sharding" in the start request');
@@ -77,6 +84,73 @@ export function checkTopologies(
   if (toSharded && request.reversible) {
     throw new ReversibleNotSupported('a replica set → sharded cluster sync cannot be reversible');
   }
+}
+
+/**
+ * mongosync's rule for one instance on a sharded cluster: no `--id` but the default (several
+ * instances, one per source shard, each name theirs).
+ */
+export function checkInstanceId(id: string, topologies: Record<ClusterName, Topology>, clusters: PreflightOptions['clusters']): void {
+  if (id === DEFAULT_INSTANCE_ID) return;
+  const sharded = (Object.keys(topologies) as ClusterName[]).filter((name) => topologies[name] === 'sharded');
+  if (sharded.length === 0) return;
+  throw new InstanceIdNotAllowed(
+    `--id "${id}": one Ferry instance syncing a sharded cluster (${sharded.map((name) => describe(clusters[name])).join(', ')}) ` +
+      `must run with the default id "${DEFAULT_INSTANCE_ID}", as mongosync requires; restart Ferry without --id`,
+  );
+}
+
+/** Refuses a sharded cluster whose balancer runs (or is finishing a round): chunks must not move under a sync. */
+async function checkBalancer(endpoint: ClusterEndpoint, client: MongoClient, role: 'source' | 'destination'): Promise<void> {
+  const status = await ask(endpoint, 'balancerStatus', () => balancerStatus(client));
+  if (status.mode === 'off' && !status.inBalancerRound) return;
+  const state = status.mode === 'off' ? 'is finishing a balancing round' : `is running (mode "${status.mode}")`;
+  throw new BalancerRunning(
+    `the balancer of the ${role} ${describe(endpoint)} ${state}: chunks must not move during a sync. Stop it on its mongos with ` +
+      '`db.adminCommand({balancerStop: 1})` (sh.stopBalancer()), wait for running migrations to finish, then start again',
+  );
+}
+
+/** Whether a connection string with `replicaSet` leads to a mongos, asked of its first host directly (false when it cannot tell). */
+async function replicaSetOptionOnMongos(endpoint: ClusterEndpoint): Promise<boolean> {
+  const direct = firstHostWithoutReplicaSet(endpoint.uri);
+  if (direct === undefined) return false;
+  const client = connect(direct);
+  try {
+    return topologyOf(await hello(client)) === 'sharded';
+  } catch {
+    return false; // unreachable: the regular hello says so
+  } finally {
+    await client.close().catch(() => undefined);
+  }
+}
+
+/**
+ * `hello` of one cluster; ReplicaSetOptionOnMongos when its connection string has `replicaSet`
+ * and leads to a mongos (the direct probe answers long before the regular one times out).
+ */
+async function helloOf(endpoint: ClusterEndpoint, client: MongoClient): Promise<HelloReply> {
+  const refusal = () =>
+    new ReplicaSetOptionOnMongos(
+      `${describe(endpoint)} is a mongos (a sharded cluster), but its connection string has the replicaSet option, with ` +
+        'which no client can use it; remove replicaSet from the connection string to sync the cluster through its mongos',
+    );
+  const probe = replicaSetOptionOnMongos(endpoint);
+  const regular = ask(endpoint, 'hello', () => hello(client));
+  const first = await Promise.race([
+    probe.then((mongos) => ({ probe: mongos })),
+    regular.then(
+      (reply) => ({ reply }),
+      (error: unknown) => ({ error }),
+    ),
+  ]);
+  if ('probe' in first) {
+    if (first.probe) throw refusal();
+    return regular;
+  }
+  if ('reply' in first) return first.reply;
+  if (await probe) throw refusal();
+  throw first.error;
 }
 
 /** What the reversible rules look at on each cluster. */
@@ -227,16 +301,26 @@ export async function runPreflight(request: StartRequest, options: PreflightOpti
   const sourceClient = connect(source);
   const destinationClient = connect(destination);
   try {
-    const helloOf = (endpoint: ClusterEndpoint, client: MongoClient) => ask(endpoint, 'hello', () => hello(client));
     const [sourceHello, destinationHello] = await Promise.all([helloOf(source, sourceClient), helloOf(destination, destinationClient)]);
     const [sourceTopology, destinationTopology] = [topologyOf(sourceHello), topologyOf(destinationHello)];
     checkTopologies(request, sourceTopology, destinationTopology, options.clusters);
+    checkInstanceId(
+      options.id ?? DEFAULT_INSTANCE_ID,
+      { [request.source]: sourceTopology, [request.destination]: destinationTopology } as Record<ClusterName, Topology>,
+      options.clusters,
+    );
     if (request.reversible) {
       const [sourceFacts, destinationFacts] = await Promise.all([
         reversibleFacts(source, sourceClient, sourceTopology),
         reversibleFacts(destination, destinationClient, destinationTopology),
       ]);
       checkReversible(request, { source: sourceFacts, destination: destinationFacts }, options.clusters);
+    }
+    if (sourceTopology === 'sharded') await checkBalancer(source, sourceClient, 'source');
+    if (destinationTopology === 'sharded') await checkBalancer(destination, destinationClient, 'destination');
+    if (request.sharding !== undefined) {
+      const selector = createNamespaceSelector(request.includeNamespaces, request.excludeNamespaces);
+      await ask(source, 'reading the collections to shard', () => checkShardingEntries(sourceClient, request.sharding!, selector));
     }
 
     await checkDestinationEmpty(destinationClient, destination, request);

@@ -1,5 +1,5 @@
 /**
- * What `start` does before any phase runs, and what this build refuses. Nothing is written until
+ * What `start` does before any phase runs. Nothing is written until
  * everything that can be checked is: this instance has no sync recorded on the destination, and
  * Ferry's user holds the write-blocking privileges the request needs. Then, in order: the metadata
  * an earlier sync with this id left is cleared; T0 is taken on the source (an `appendOplogNote`:
@@ -12,7 +12,7 @@ import type { Cluster } from '../cluster/connect.js';
 import { asClusterError, onCluster } from '../cluster/errors.js';
 import { nameCluster } from '../domain/clusters.js';
 import { blocksDestination, blocksSource, type StartRequest } from '../domain/start-request.js';
-import { InsufficientPrivileges, InvalidStateTransition, NotImplemented } from '../errors/errors.js';
+import { InsufficientPrivileges, InvalidStateTransition } from '../errors/errors.js';
 import type { ResumeDocument, ResumeStore } from '../meta/resume.js';
 import type { MetadataStore } from '../meta/store.js';
 
@@ -23,15 +23,6 @@ export interface SyncTarget {
   destination: Cluster;
   store: MetadataStore;
   resume: ResumeStore;
-}
-
-/** What this build cannot do, refused before anything is touched. */
-export function refuseUnsupported(request: StartRequest): void {
-  if ((request.sharding?.shardingEntries.length ?? 0) > 0) {
-    throw new NotImplemented(
-      'sharding collections on the destination (sharding.shardingEntries) is not implemented in this build of Ferry',
-    );
-  }
 }
 
 /** Runs `operation` on `cluster`, its failure reported as the API reports a cluster's. */

@@ -46,7 +46,7 @@ import type { CommitPhase, PhaseFactories, PhaseStatus, ReversePhase } from '../
 import { mergeStatuses, sumCounters } from '../phase/status.js';
 import { runPreflight } from '../plan/preflight.js';
 import { findRecordedSync } from '../recovery/find-sync.js';
-import { beginSync, checkWriteBlockingPrivileges, refuseUnsupported } from './begin.js';
+import { beginSync, checkWriteBlockingPrivileges } from './begin.js';
 import { ClusterPings } from './cluster-pings.js';
 import { changeApplicationHandoff, syncContext, type ActiveSync, type Run } from './run.js';
 
@@ -158,12 +158,10 @@ export class SyncOrchestrator implements SyncControl {
   }
 
   async preflight(request: StartRequest): Promise<void> {
-    refuseUnsupported(request);
-    await runPreflight(request, { clusters: this.#options.clusters });
+    await runPreflight(request, { clusters: this.#options.clusters, id: this.#options.id });
   }
 
   async start(request: StartRequest): Promise<void> {
-    refuseUnsupported(request);
     const sync = this.#target(request);
     const doc = await beginSync(sync, this.#options.id, this.#options.ferryVersion ?? 'unknown');
     if (request.preExistingDestinationData === true) {

@@ -169,7 +169,8 @@ describe('topology rules', () => {
     ['sharded', 'sharded', { sharding }, 'ShardingNotAllowed'],
     ['standalone', 'replicaSet', {}, 'ChangeStreamsUnavailable'],
     ['replicaSet', 'standalone', {}, 'UnsupportedTopology'],
-    ['sharded', 'replicaSet', {}, 'UnsupportedTopology'],
+    ['sharded', 'replicaSet', {}, undefined],
+    ['sharded', 'replicaSet', { sharding }, 'ShardingNotAllowed'],
   ];
   for (const [source, destination, extra, expected] of cases) {
     it(

@@ -147,6 +147,14 @@ const INVALID: [string, unknown, RegExp][] = [
     /field "x" repeats/,
   ],
   [
+    'two hashed shard key fields',
+    {
+      ...VALID_START,
+      sharding: { shardingEntries: [{ database: 'a', collection: 'b', shardCollection: { key: [{ x: 'hashed' }, { y: 'hashed' }] } }] },
+    },
+    /at most one field can be hashed/,
+  ],
+  [
     'sharding entry listed twice',
     { ...VALID_START, sharding: { shardingEntries: [SHARDING.shardingEntries[0], SHARDING.shardingEntries[0]] } },
     /shop\.orders is listed twice/,

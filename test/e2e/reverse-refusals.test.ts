@@ -265,7 +265,8 @@ describe('reversible with sharded clusters', { skip: local ? false : 'needs shar
   /** Starts Ferry between `from` and `to`; asserts `body` is refused with ReversibleNotSupported for `reason`, changing nothing. */
   async function refusedBetween(from: number, to: number, body: object, reason: RegExp): Promise<void> {
     const uris = [replicaSet.uri, oneShard.uri, twoShards.uri];
-    const ferry = await startFerry(['--cluster0', uris[from]!, '--cluster1', uris[to]!, '--id', `refused-sharded-${from}-${to}-${RUN}`]);
+    // The default id: one instance on a sharded cluster may run with no other (InstanceIdNotAllowed).
+    const ferry = await startFerry(['--cluster0', uris[from]!, '--cluster1', uris[to]!]);
     try {
       const before = await Promise.all([snapshot(clients[from]!), snapshot(clients[to]!)]);
       const response = await ferry.post('start', body);

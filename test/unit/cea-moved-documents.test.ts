@@ -24,9 +24,9 @@ async function uuidOf(client: MongoClient, coll: string): Promise<unknown> {
   return (entry as { info?: { uuid?: unknown } } | undefined)?.info?.uuid;
 }
 
-/** The `u` document of each upsert statement. */
-function written(statements: Uint8Array[]): Document[] {
-  return statements.map((statement) => deserialize(statement).u as Document);
+/** The documents found, decoded. */
+function written(documents: Uint8Array[]): Document[] {
+  return documents.map((document) => deserialize(document));
 }
 
 describe('looking up documents whose update lookup found nothing', () => {

@@ -159,3 +159,45 @@ describe('planning the writes of a batch', () => {
     assert.ok(Buffer.from(writes!.upserts[0]!).includes(Buffer.from(doc)), 'the document bytes travel unchanged');
   });
 });
+
+describe('a sharded source’s cross-shard move (a delete and an insert, in either order)', () => {
+  function keyed(operationType: string, documentKey: Document, fullDocument?: Document): Uint8Array {
+    const doc = decode(event(operationType, documentKey._id, fullDocument));
+    doc.documentKey = documentKey;
+    return serialize(doc);
+  }
+  const plain = (bytes: Uint8Array) => deserialize(bytes);
+  const insertNew = () => keyed('insert', { customer: 380, _id: 19 }, { _id: 19, customer: 380 });
+  const deleteOld = () => keyed('delete', { customer: 19, _id: 19 });
+
+  it('keeps the insert when the old version’s delete comes after it, and deletes that version only, first', () => {
+    const variants: Record<string, { customer: 1 }>[] = [{}, { 'd.c': { customer: 1 } }];
+    for (const shardKeys of variants) {
+      const plan = planWrites(readBatch(concatDocuments([insertNew(), deleteOld()])), shardKeys);
+      const writes = plan.namespaces[0]!;
+      assert.equal(writes.upserts.length, 1, 'the new version is written');
+      assert.deepEqual(plain(writes.upserts[0]!).u, { _id: 19, customer: 380 });
+      const deletes = writes.deletes.map(plain);
+      assert.ok(
+        deletes.some((d) => d.q.customer === 19 && d.q._id === 19),
+        `the old version is deleted by its key: ${JSON.stringify(deletes)}`,
+      );
+      assert.ok(
+        deletes.every((d) => d.q.customer !== undefined || d.q.$nor !== undefined),
+        'no delete by _id alone, which would remove the new version',
+      );
+      assert.ok(writes.movedIds.length > 0, 'deletes before upserts');
+    }
+  });
+
+  it('deletes by the key the document had, in a later batch too', () => {
+    const plan = planWrites(readBatch(concatDocuments([deleteOld()])));
+    assert.deepEqual(plain(plan.namespaces[0]!.deletes[0]!).q, { customer: 19, _id: 19 });
+  });
+
+  it('lets a delete of the same version replace the insert, as any later event does', () => {
+    const plan = planWrites(readBatch(concatDocuments([insertNew(), keyed('delete', { customer: 380, _id: 19 })])));
+    assert.equal(plan.namespaces[0]!.upserts.length, 0);
+    assert.equal(plan.coalesced, 1);
+  });
+});

@@ -6,6 +6,7 @@
 import type { Long } from 'bson';
 import { ServerError } from '../errors.js';
 import type { Router, RouterConnection } from './router.js';
+import type { RouterTransaction } from './sessions.js';
 
 export type { RouterConnection };
 
@@ -24,6 +25,11 @@ export interface RouterContext {
   txnNumber?: Long;
   /** `autocommit: false`: the command belongs to a transaction. */
   inTransaction: boolean;
+  /**
+   * The transaction the command runs in, once resolved (forward.ts `transactionOf`): a command
+   * that starts one (`startTransaction`) starts it once, however many shard requests it makes.
+   */
+  transaction?: RouterTransaction;
 }
 
 export type RouterReply = Record<string, unknown>;

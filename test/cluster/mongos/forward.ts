@@ -40,7 +40,10 @@ export function clientFields(ctx: RouterContext, exclude: readonly string[] = []
 /** The transaction of a command in one (`autocommit: false`), started or continued. */
 export function transactionOf(ctx: RouterContext): RouterTransaction | undefined {
   if (!ctx.inTransaction) return undefined;
-  return ctx.router.sessions.transactionFor(ctx.lsid, ctx.txnNumber, ctx.body);
+  // Resolved once per command: a `startTransaction` command that reaches a shard twice (a write
+  // without the shard key asks the shards first) must not start the transaction over.
+  ctx.transaction ??= ctx.router.sessions.transactionFor(ctx.lsid, ctx.txnNumber, ctx.body);
+  return ctx.transaction;
 }
 
 /** Session fields for one shard's copy of the command. */

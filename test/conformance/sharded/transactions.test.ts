@@ -198,6 +198,26 @@ shardedConformance('sharded transactions, sessions and cluster-wide commands', (
     }
     for (const shard of t.shards) assert.equal((await shard.client.db('admin').command({ serverStatus: 1 })).repl.userWriteBlockMode, 1);
   });
+
+  test('a transaction whose first statement updates without the shard key keeps the shards it touched', async () => {
+    const t = target();
+    const coll = t.db.collection('accounts');
+    await coll.insertOne({ _id: 500, marker: 'first' } as Document);
+    const session = t.client.startSession();
+    try {
+      // mongos asks the shards which one holds a match before updating there: one statement,
+      // two shard requests, one transaction started by it.
+      await session.withTransaction(async () => {
+        await coll.updateOne({ marker: 'first' } as Document, { $set: { tagged: true } }, { session });
+        await coll.insertOne({ _id: 2, balance: 0 } as Document, { session });
+      });
+    } finally {
+      await session.endSession();
+    }
+    assert.equal((await coll.findOne({ _id: 500 } as Document))?.tagged, true);
+    assert.equal(await coll.countDocuments({ _id: 2 } as Document), 1);
+    await coll.deleteMany({ _id: { $in: [2, 500] } } as Document);
+  });
 });
 
 describe('write blocking across shards with access control [test cluster]', () => {

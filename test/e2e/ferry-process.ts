@@ -8,6 +8,8 @@ import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { MongoClient } from 'mongodb';
+import { isReservedDatabase } from '../../src/domain/namespaces.js';
 
 const MAIN = fileURLToPath(new URL('../../src/cli/main.js', import.meta.url));
 
@@ -125,3 +127,18 @@ export async function startFerry(
 /** The copy has finished (the initial copy's last phase reached). */
 export const copyFinished = (progress: Progress): boolean =>
   (typeof progress.info === 'string' && progress.info.startsWith('copy complete')) || progress.info === 'change event application';
+
+/**
+ * Drops every database on the cluster at `uri` but admin, local, config and Ferry's metadata, so
+ * that a sync can start there: mongosync's rule, which Ferry follows, is that a destination holds
+ * no namespace at all unless the start sets `preExistingDestinationData`.
+ */
+export async function emptyDestination(uri: string): Promise<void> {
+  const client = await MongoClient.connect(uri);
+  try {
+    const { databases } = await client.db('admin').command({ listDatabases: 1, nameOnly: true });
+    for (const { name } of databases as { name: string }[]) if (!isReservedDatabase(name)) await client.db(name).dropDatabase();
+  } finally {
+    await client.close();
+  }
+}

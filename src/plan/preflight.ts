@@ -16,6 +16,7 @@
 import type { MongoClient } from 'mongodb';
 import { hello, listDatabaseNames, serverVersion, shardCount, topologyOf, type HelloReply, type Topology } from '../cluster/commands.js';
 import { collectionFootprint, freeDiskBytes } from '../cluster/monitoring.js';
+import { retryTransient } from '../cluster/retry.js';
 import { isReservedCollection, isReservedDatabase } from '../domain/namespaces.js';
 import { connect, firstHostWithoutReplicaSet } from '../cluster/connect.js';
 import { asClusterError } from '../cluster/errors.js';
@@ -51,7 +52,8 @@ const describe = nameCluster;
 /** Runs a command, turning driver failures into ClusterUnreachable / ClusterCommandFailed. */
 async function ask<T>(endpoint: ClusterEndpoint, what: string, run: () => Promise<T>): Promise<T> {
   try {
-    return await run();
+    // Reads only: a passing failure (a step-down, a dropped connection) is asked again, not a refused start.
+    return await retryTransient(run);
   } catch (error) {
     throw asClusterError(endpoint, what, error);
   }

@@ -12,8 +12,9 @@ import { compareClusters, temporaryIndexForm, type ClusterDifference } from '../
 import { temporaryCollectionOptions } from '../../src/plan/collection-options.js';
 import { createNamespaceSelector } from '../../src/plan/namespaces.js';
 import { startClusterPair, type ClusterPair } from '../helpers/clusters.js';
+import { emptyDestination } from './ferry-process.js';
 import type { ClusterOptions } from '../cluster/index.js';
-import { isReservedDatabase, METADATA_DATABASE } from '../../src/domain/namespaces.js';
+import { METADATA_DATABASE } from '../../src/domain/namespaces.js';
 import type { NamespaceFilter } from '../../src/domain/start-request.js';
 
 /**
@@ -226,7 +227,7 @@ export function useClusterPair(options: ClusterOptions = {}): TestClusters {
     clusters.source = await MongoClient.connect(clusters.pair.cluster0);
     clusters.destination = await MongoClient.connect(clusters.pair.cluster1);
   });
-  clusters.emptyDestination = () => dropDatabases(clusters.destination, (name) => !isReservedDatabase(name));
+  clusters.emptyDestination = () => emptyDestination(clusters.pair.cluster1);
   after(async () => {
     const { pair, source, destination } = clusters;
     await Promise.allSettled([cleanUpRun(source, METADATA_DATABASE), cleanUpRun(destination, METADATA_DATABASE)]);

@@ -12,21 +12,25 @@
  * 1. the hand-off: change-event application (the one running, or a new one from its recorded
  *    position) applies every event through the commit point and stops (`appliedAt`);
  * 2. every temporary characteristic is restored (restore.ts, `restoredAt`);
- * 3. the destination's write blocking is lifted, the record says completed, and the sync's resume
- *    document says COMMITTED.
+ * 3. the destination is checked once more (src/guard/: nothing but Ferry changed what it owns
+ *    there), its write blocking is lifted (unless another instance's sync to it has not committed
+ *    yet: blocking is the destination's, not one sync's), the record says completed, and the
+ *    sync's resume document says COMMITTED.
  * A restore the destination refuses (duplicates that forbid a unique index) is reported by
  * namespace and index name in progress warnings and the log, and any other failure (a cluster
  * unreachable meanwhile) as a problem; either way the commit tries again every
  * `settings.commit.retryIntervalMs` (`FERRY_COMMIT_RETRY_INTERVAL_MS`), from its record, until it
- * completes: it never completes with a characteristic silently missing. `stop()` ends the wait
- * (shutdown); a restart finishes the commit.
+ * completes: it never completes with a characteristic silently missing. An error the sync cannot
+ * continue from (the catalogue's `final`: history lost, the destination changed behind Ferry's
+ * back) is not retried: the commit ends with it and the sync stops (src/sync/orchestrator.ts).
+ * `stop()` ends the wait (shutdown); a restart finishes the commit.
  */
 import { appendOplogNote, setUserWriteBlocking } from '../cluster/commands.js';
 import { asClusterError } from '../cluster/errors.js';
 import { redactUris } from '../domain/credentials.js';
 import { blocksDestination, blocksSource } from '../domain/start-request.js';
 import { describeTime } from '../domain/time.js';
-import { MetadataMissing } from '../errors/errors.js';
+import { isFinal, MetadataMissing } from '../errors/errors.js';
 import { NamespaceRecords } from '../meta/namespaces.js';
 import { ResumeStore } from '../meta/resume.js';
 import type { CommitContext, CommitPhase, PhaseOutcome, PhaseStatus } from '../phase/contract.js';
@@ -111,6 +115,7 @@ export class Commit implements CommitPhase {
         if (refused.length === 0) break;
       } catch (error) {
         if (this.#stopping) return 'stopped';
+        if (isFinal(error)) throw error;
         this.#problem = `The commit could not finish yet and is retried every ${retryMs / 1000} s: ${redactUris((error as Error).message)}`;
         logger.error({ err: error }, 'The commit could not finish yet; retrying');
         await this.#context.changeApplication.retire();
@@ -142,9 +147,20 @@ export class Commit implements CommitPhase {
       logger.info('Commit: every temporary characteristic restored on the destination');
       await this.#record.mark('restoredAt');
     }
+    // Never COMMITTED over a destination changed behind Ferry's back.
+    await this.#context.checkDestination();
     if (blocksDestination(request.enableUserWriteBlocking)) {
-      await setUserWriteBlocking(destination.client, false);
-      logger.info('Commit: user writes on the destination are allowed again');
+      const others = await new ResumeStore(store).othersBlocking();
+      if (others.length === 0) {
+        await setUserWriteBlocking(destination.client, false);
+        logger.info('Commit: user writes on the destination are allowed again');
+      } else {
+        logger.warn(
+          { instances: others },
+          `Commit: user writes on the destination stay blocked: the sync of ${others.map((id) => `"${id}"`).join(', ')} ` +
+            'to it has not committed yet (its commit lifts the blocking)',
+        );
+      }
     }
     await this.#record.mark('completedAt');
     await new ResumeStore(store).setState('COMMITTED');

@@ -57,6 +57,16 @@ export interface SyncSettings {
     /** How long a commit waiting on a refused restore or a cluster error waits before trying again (`FERRY_COMMIT_RETRY_INTERVAL_MS`). */
     retryIntervalMs: number;
   };
+  /** How long the sync's lease lasts without renewal (`FERRY_LEASE_DURATION_MS`). */
+  leaseDurationMs: number;
+  /** How often the destination is checked for changes Ferry did not make (`FERRY_GUARD_INTERVAL_MS`). */
+  guardIntervalMs: number;
+  health: {
+    /** How often each cluster is pinged (`FERRY_HEALTH_INTERVAL_MS`). */
+    intervalMs: number;
+    /** How long a ping may go unanswered before the cluster counts as unreachable. */
+    timeoutMs: number;
+  };
 }
 
 /** Collections whose indexes are built at once (one `createIndexes` each). */
@@ -87,5 +97,8 @@ export function syncSettings(options: FerryOptions): SyncSettings {
       checkpointIntervalMs: options.ceaCheckpointIntervalMs,
     },
     commit: { retryIntervalMs: options.commitRetryIntervalMs },
+    leaseDurationMs: options.leaseDurationMs,
+    guardIntervalMs: options.guardIntervalMs,
+    health: { intervalMs: options.healthIntervalMs, timeoutMs: Math.max(1000, Math.round(options.healthIntervalMs * 2.5)) },
   };
 }

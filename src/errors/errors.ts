@@ -122,6 +122,16 @@ export const TombstoneWriteRefused = defineError('TombstoneWriteRefused');
 export const ApplicationStopped = defineError('ApplicationStopped');
 export const MetadataMissing = defineError('MetadataMissing');
 export const CommitStopped = defineError('CommitStopped');
+export const RequestTimeout = defineError('RequestTimeout');
+export const RequestHeadersTooLarge = defineError('RequestHeadersTooLarge');
+export const SyncLeaseHeld = defineError('SyncLeaseHeld');
+export const OverlappingSync = defineError('OverlappingSync');
+export const SyncCannotContinue = defineError('SyncCannotContinue');
+export const SameCluster = defineError('SameCluster');
+export const NoNamespacesSelected = defineError('NoNamespacesSelected');
+export const AuthenticationFailed = defineError('AuthenticationFailed');
+export const DestinationChanged = defineError('DestinationChanged');
+export const LeaseLost = defineError('LeaseLost');
 
 /* The instance type of each class, by the same name. */
 export type InvalidRequest = FerryError<'InvalidRequest'>;
@@ -160,12 +170,27 @@ export type TombstoneWriteRefused = FerryError<'TombstoneWriteRefused'>;
 export type ApplicationStopped = FerryError<'ApplicationStopped'>;
 export type MetadataMissing = FerryError<'MetadataMissing'>;
 export type CommitStopped = FerryError<'CommitStopped'>;
+export type RequestTimeout = FerryError<'RequestTimeout'>;
+export type RequestHeadersTooLarge = FerryError<'RequestHeadersTooLarge'>;
+export type SyncLeaseHeld = FerryError<'SyncLeaseHeld'>;
+export type OverlappingSync = FerryError<'OverlappingSync'>;
+export type SyncCannotContinue = FerryError<'SyncCannotContinue'>;
+export type SameCluster = FerryError<'SameCluster'>;
+export type NoNamespacesSelected = FerryError<'NoNamespacesSelected'>;
+export type AuthenticationFailed = FerryError<'AuthenticationFailed'>;
+export type DestinationChanged = FerryError<'DestinationChanged'>;
+export type LeaseLost = FerryError<'LeaseLost'>;
 
 /** Turns anything thrown into a FerryError, keeping FerryErrors as they are. */
 export function asFerryError(thrown: unknown): FerryError {
   if (thrown instanceof FerryError) return thrown;
   const message = thrown instanceof Error ? thrown.message : String(thrown);
   return new InternalError(message, { cause: thrown });
+}
+
+/** Whether the sync cannot continue after `error` (the catalogue's `final`): resume is refused. */
+export function isFinal(error: unknown): error is FerryError {
+  return error instanceof FerryError && (ERROR_CATALOGUE[error.code as ErrorCode] as ErrorSpec).final === true;
 }
 
 /** Whether `error` is a FerryError of `code`. */

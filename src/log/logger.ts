@@ -3,8 +3,8 @@
  * `<logPath>/ferry.log` or stdout. Every line passes through URI redaction on its way out, so a
  * driver error quoting a connection string cannot leak its password.
  */
-import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { mkdirSync, statSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import { pino, type DestinationStream, type Logger as PinoLogger } from 'pino';
 import type { Verbosity } from '../domain/constants.js';
 import { redactUris } from '../domain/credentials.js';
@@ -32,6 +32,31 @@ export interface LogHandle {
   flush(): void;
 }
 
+/**
+ * Creates `path` and its missing parents one at a time. Node's `mkdirSync(path, {recursive: true})`
+ * retries forever where mkdir answers ENOENT under a parent that exists (`/proc/x`): a `--logPath`
+ * there would spin at full CPU before the first line is written.
+ */
+function makeDirectory(path: string): void {
+  const missing: string[] = [];
+  for (let dir = resolve(path); ; dir = dirname(dir)) {
+    try {
+      if (!statSync(dir).isDirectory()) throw new Error(`${dir} is not a directory`);
+      break;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT' || dir === dirname(dir)) throw error;
+      missing.unshift(dir);
+    }
+  }
+  for (const dir of missing) {
+    try {
+      mkdirSync(dir);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    }
+  }
+}
+
 export function createLogger(options: LogOptions): LogHandle {
   let target = 'stdout';
   let sink: ReturnType<typeof pino.destination>;
@@ -40,7 +65,7 @@ export function createLogger(options: LogOptions): LogHandle {
   } else {
     target = join(options.logPath, LOG_FILE_NAME);
     try {
-      mkdirSync(options.logPath, { recursive: true });
+      makeDirectory(options.logPath);
       // Synchronous: a line logged just before a crash must reach the file.
       sink = pino.destination({ dest: target, sync: true });
     } catch (error) {

@@ -95,6 +95,25 @@ export interface SyncContext {
   syncPhase(): SyncPhase;
   /** Records that the initial copy enters `phase`, then tells every phase (`onSyncPhase`). */
   enterSyncPhase(phase: SyncPhase): Promise<void>;
+  /** Since when the source or the destination has not answered, if one does not now (src/cluster/health.ts): lag counts it. */
+  clusterOutageSince(): Date | undefined;
+  /**
+   * Checks that nothing but Ferry changed what it owns on the destination (src/guard/): its lease
+   * and metadata, the collections and views it created. Throws DestinationChanged (final) otherwise.
+   */
+  checkDestination(): Promise<void>;
+  /**
+   * Runs `change`, a change Ferry itself makes to the destination's catalog (creating, dropping or
+   * renaming the namespaces named; one without `coll` stands for its whole database), so that the
+   * destination's check never takes it for someone else's.
+   */
+  changingCatalog<T>(namespaces: readonly CatalogName[], change: () => Promise<T>): Promise<T>;
+}
+
+/** A namespace, or a whole database (no `coll`), whose catalog entry Ferry changes. */
+export interface CatalogName {
+  db: string;
+  coll?: string;
 }
 
 /** How commit takes change-event application over from the sync (src/commit/hand-off.ts uses it). */

@@ -1,11 +1,22 @@
 /**
  * Checks, before a sync starts, that the two clusters can serve the start request. Read-only:
  * `hello` (reachability and kind of cluster: `msg: "isdbgrid"` is a mongos, `setName` a replica
- * set member), `listDatabases`, `listCollections` and a one-document `find` per selected
- * namespace on the destination. Fails with the first problem found, as a named FerryError.
+ * set member; and that the two are not one cluster), `listDatabases` and `listCollections` on the
+ * source (a filter must select something), the metadata of other instances on the destination (no
+ * uncommitted sync of theirs may overlap: overlap.ts), and `listDatabases`, `listCollections` and a
+ * one-document `find` per selected namespace on the destination. Fails with the first problem
+ * found, as a named FerryError.
  */
 import type { MongoClient } from 'mongodb';
-import { hello, listDatabaseNames, topologyOf, type Topology } from '../cluster/commands.js';
+import {
+  hello,
+  listDatabaseNames,
+  sameCluster,
+  shardedClusterId,
+  topologyOf,
+  type HelloReply,
+  type Topology,
+} from '../cluster/commands.js';
 import { connect } from '../cluster/connect.js';
 import { asClusterError } from '../cluster/errors.js';
 import { nameCluster, type ClusterEndpoint, type ClusterName } from '../domain/clusters.js';
@@ -13,15 +24,21 @@ import type { StartRequest } from '../domain/start-request.js';
 import {
   ChangeStreamsUnavailable,
   DestinationNotEmpty,
+  NoNamespacesSelected,
+  OverlappingSync,
+  SameCluster,
   ReversibleNotSupported,
   ShardingNotAllowed,
   ShardingRequired,
   UnsupportedTopology,
 } from '../errors/errors.js';
-import { createNamespaceSelector } from './namespaces.js';
+import { createNamespaceSelector, selectorFor } from './namespaces.js';
+import { findOverlap, selectedNamespaces } from './overlap.js';
 
 export interface PreflightOptions {
   clusters: Record<ClusterName, ClusterEndpoint>;
+  /** This instance's `--id` (other instances' syncs on the destination must not overlap its own). */
+  id: string;
 }
 
 /** Most namespaces named in a DestinationNotEmpty description. */
@@ -94,6 +111,29 @@ async function occupiedNamespaces(client: MongoClient, endpoint: ClusterEndpoint
   return occupied;
 }
 
+/** Refuses a sync from a cluster onto itself, recognised by what the clusters say of themselves (never by their URIs). */
+async function refuseSameCluster(
+  source: ClusterEndpoint,
+  sourceClient: MongoClient,
+  sourceHello: HelloReply,
+  destination: ClusterEndpoint,
+  destinationClient: MongoClient,
+  destinationHello: HelloReply,
+): Promise<void> {
+  let same = sameCluster(sourceHello, destinationHello);
+  if (!same && topologyOf(sourceHello) === 'sharded' && topologyOf(destinationHello) === 'sharded') {
+    const [a, b] = await Promise.all([shardedClusterId(sourceClient), shardedClusterId(destinationClient)]);
+    same = a !== undefined && a === b;
+  }
+  if (same) {
+    throw new SameCluster(
+      `source ${describe(source)} and destination ${describe(destination)} are the same cluster ` +
+        `(${sourceHello.setName === undefined ? 'one cluster id' : `replica set ${sourceHello.setName}, the same members`}); ` +
+        'a sync needs two different clusters',
+    );
+  }
+}
+
 /** Checks everything; throws the first problem as a FerryError. Never writes. */
 export async function runPreflight(request: StartRequest, options: PreflightOptions): Promise<void> {
   const source = options.clusters[request.source];
@@ -104,6 +144,29 @@ export async function runPreflight(request: StartRequest, options: PreflightOpti
     const helloOf = (endpoint: ClusterEndpoint, client: MongoClient) => ask(endpoint, 'hello', () => hello(client));
     const [sourceHello, destinationHello] = await Promise.all([helloOf(source, sourceClient), helloOf(destination, destinationClient)]);
     checkTopologies(request, topologyOf(sourceHello), topologyOf(destinationHello), options.clusters);
+    await refuseSameCluster(source, sourceClient, sourceHello, destination, destinationClient, destinationHello);
+
+    const selected = await ask(source, 'listing the selected namespaces', () => selectedNamespaces(sourceClient, selectorFor(request)));
+    // Only a filter naming what to sync can be wrong this way: a whole-cluster sync of an empty source is allowed.
+    if (selected.length === 0 && (request.includeNamespaces?.length ?? 0) > 0) {
+      throw new NoNamespacesSelected(
+        `includeNamespaces selects no collection or view on the source ${describe(source)}` +
+          `${request.excludeNamespaces === undefined ? '' : ' (after excludeNamespaces)'}; ` +
+          'check the database and collection names (they are case-sensitive) against the source',
+      );
+    }
+    const overlap = await ask(destination, "reading other instances' metadata", () =>
+      findOverlap(destinationClient, options.id, request, selected),
+    );
+    if (overlap !== undefined) {
+      const named = overlap.namespaces.slice(0, NAMESPACES_NAMED).join(', ');
+      const more = overlap.namespaces.length > NAMESPACES_NAMED ? ` and ${overlap.namespaces.length - NAMESPACES_NAMED} more` : '';
+      throw new OverlappingSync(
+        `the sync of instance "${overlap.instance}" (state ${overlap.state}) to ${describe(destination)} covers namespaces ` +
+          `this request selects too: ${named}${more}. Two syncs must not write the same namespaces of one destination; ` +
+          'narrow the filters so they do not overlap, or wait until that sync has committed',
+      );
+    }
 
     const occupied = await occupiedNamespaces(destinationClient, destination, request);
     if (occupied.length > 0) {

@@ -49,6 +49,9 @@ describe('preflight against real clusters', () => {
     destination = await MongoClient.connect(pair.cluster1);
   });
   after(async () => {
+    const source = await MongoClient.connect(pair.cluster0);
+    await source.db(db).dropDatabase();
+    await source.close();
     await destination.db(db).dropDatabase();
     await destination.db(METADATA_DATABASE).dropDatabase();
     await destination.close();
@@ -56,25 +59,33 @@ describe('preflight against real clusters', () => {
   });
 
   it('passes for two replica sets with nothing selected on the destination', async () => {
-    await runPreflight(REQUEST, { clusters });
+    await runPreflight(REQUEST, { clusters, id: 'preflight' });
   });
 
   it('an empty collection on the destination is not in the way', async () => {
     await destination.db(db).createCollection('empty');
-    await runPreflight(REQUEST, { clusters });
+    await runPreflight(REQUEST, { clusters, id: 'preflight' });
   });
 
   it('a selected namespace holding a document → DestinationNotEmpty naming it; excluding it or filtering it out passes', async () => {
+    // Filters must select something on the source (NoNamespacesSelected otherwise).
+    const source = await MongoClient.connect(pair.cluster0);
+    await source.db(db).createCollection('inventory');
+    await source.db(db).createCollection('orders');
+    await source.close();
     await destination.db(db).collection<{ _id: number }>('orders').insertOne({ _id: 1 });
-    const error = await refusal(() => runPreflight(REQUEST, { clusters }));
+    const error = await refusal(() => runPreflight(REQUEST, { clusters, id: 'preflight' }));
     assert.equal(error.code, 'DestinationNotEmpty');
     assert.equal(error.status, 422);
     assert.match(error.message, new RegExp(`already holds documents in 1 selected namespace\\(s\\): ${db}\\.orders`));
 
-    await runPreflight({ ...REQUEST, excludeNamespaces: [{ database: db, collections: ['orders'] }] }, { clusters });
-    await runPreflight({ ...REQUEST, includeNamespaces: [{ database: db, collectionsRegex: { pattern: '^inv' } }] }, { clusters });
+    await runPreflight({ ...REQUEST, excludeNamespaces: [{ database: db, collections: ['orders'] }] }, { clusters, id: 'preflight' });
+    await runPreflight(
+      { ...REQUEST, includeNamespaces: [{ database: db, collectionsRegex: { pattern: '^inv' } }] },
+      { clusters, id: 'preflight' },
+    );
     const included = await refusal(() =>
-      runPreflight({ ...REQUEST, includeNamespaces: [{ databaseRegex: { pattern: '^ferry_preflight_' } }] }, { clusters }),
+      runPreflight({ ...REQUEST, includeNamespaces: [{ databaseRegex: { pattern: '^ferry_preflight_' } }] }, { clusters, id: 'preflight' }),
     );
     assert.equal(included.code, 'DestinationNotEmpty');
     await destination.db(db).collection('orders').drop();
@@ -82,19 +93,19 @@ describe('preflight against real clusters', () => {
 
   it("documents in Ferry's metadata database never count", async () => {
     await destination.db(METADATA_DATABASE).collection<{ _id: string }>('resume').insertOne({ _id: 'state' });
-    await runPreflight(REQUEST, { clusters });
+    await runPreflight(REQUEST, { clusters, id: 'preflight' });
   });
 
   it('the check runs on the destination, whichever cluster that is', async () => {
     await destination.db(db).collection<{ _id: number }>('orders').insertOne({ _id: 2 });
     // cluster1 is now the source: its documents are what will be copied, not an obstacle.
-    await runPreflight({ ...REQUEST, source: 'cluster1', destination: 'cluster0' }, { clusters });
+    await runPreflight({ ...REQUEST, source: 'cluster1', destination: 'cluster0' }, { clusters, id: 'preflight' });
     await destination.db(db).collection('orders').drop();
   });
 
   it('sharding between two replica sets → ShardingNotAllowed', async () => {
     const error = await refusal(() =>
-      runPreflight({ ...REQUEST, sharding: { createSupportingIndexes: false, shardingEntries: [] } }, { clusters }),
+      runPreflight({ ...REQUEST, sharding: { createSupportingIndexes: false, shardingEntries: [] } }, { clusters, id: 'preflight' }),
     );
     assert.equal(error.code, 'ShardingNotAllowed');
     assert.match(error.message, /replicaSet → replicaSet/);
@@ -102,7 +113,7 @@ describe('preflight against real clusters', () => {
 
   it('an unreachable cluster → ClusterUnreachable (after the cluster timeout, 10 s) naming it without its password', async () => {
     const dead = parseClusterUri('cluster1', `mongodb://ferry:s3cret@127.0.0.1:${await closedPort()}/?replicaSet=rs0`);
-    const error = await refusal(() => runPreflight(REQUEST, { clusters: { ...clusters, cluster1: dead } }));
+    const error = await refusal(() => runPreflight(REQUEST, { clusters: { ...clusters, cluster1: dead }, id: 'preflight' }));
     assert.equal(error.code, 'ClusterUnreachable');
     assert.equal(error.status, 502);
     assert.match(error.message, new RegExp(`^cluster1 \\(${dead.address}\\) could not be reached for hello`));

@@ -1,0 +1,166 @@
+/**
+ * Fenced writes to the metadata database: a second or stale Ferry must not act on a sync another
+ * instance now holds (lease.ts). Every metadata document carries `epoch`, the lease epoch of the
+ * instance that last wrote it, and every write goes through `FencedCollection`:
+ *
+ * - before it, the writer's lease is made sure of (`Fence.ensure`: still valid by the writer's
+ *   own clock, or renewed now; a lease taken over is LeaseLost);
+ * - an update, replace or delete applies only to documents whose epoch is not newer than the
+ *   writer's (`epoch: {$not: {$gt: mine}}`), and stamps the writer's epoch; an update that finds
+ *   its document held by a newer epoch is LeaseLost, as is an upsert that runs into one (the
+ *   insert it falls back to collides on `_id`);
+ * - inserted documents are stamped with the writer's epoch.
+ *
+ * So once a new holder has written a document, no older holder can change it: the resume
+ * document, the commit record and the change-stream position are the first things a new holder
+ * writes. Reads are not fenced. Worker threads, which hold no lease of their own, fence with the
+ * epoch they were started with (`fixedFence`).
+ */
+import type {
+  BulkWriteOptions,
+  Collection,
+  DeleteOptions,
+  DeleteResult,
+  Document,
+  Filter,
+  FindOptions,
+  InsertManyResult,
+  InsertOneOptions,
+  InsertOneResult,
+  OptionalUnlessRequiredId,
+  ReplaceOptions,
+  UpdateFilter,
+  UpdateOptions,
+  UpdateResult,
+  WithoutId,
+} from 'mongodb';
+import { InternalError, LeaseLost } from '../errors/errors.js';
+
+/** The field of every metadata document that names the epoch of its last writer. */
+export const EPOCH_FIELD = 'epoch';
+
+/** What a fenced write needs of the lease it writes under. */
+export interface Fence {
+  /** The epoch writes are stamped with (throws when no lease is held: a bug). */
+  readonly epoch: number;
+  /** Resolves when the lease is held and valid (renewing it if its time ran out); LeaseLost when another holder has it. */
+  ensure(): Promise<void>;
+}
+
+/** A fence for a worker thread: the epoch its pool was started with; the main thread keeps the lease. */
+export function fixedFence(epoch: number): Fence {
+  return { epoch, ensure: async () => {} };
+}
+
+/** No lease: reading only (recovery, preflight). Any write is a bug. */
+export const READ_ONLY: Fence = {
+  get epoch(): number {
+    throw new InternalError('a metadata write without a lease (this store reads only)');
+  },
+  ensure: async () => {
+    throw new InternalError('a metadata write without a lease (this store reads only)');
+  },
+};
+
+/** Matches documents no newer holder has written. */
+function notNewer(epoch: number): Document {
+  return { [EPOCH_FIELD]: { $not: { $gt: epoch } } };
+}
+
+function stampUpdate(update: UpdateFilter<Document> | Document[], epoch: number): UpdateFilter<Document> | Document[] {
+  if (Array.isArray(update)) return [...update, { $set: { [EPOCH_FIELD]: epoch } }];
+  return { ...update, $set: { ...(update.$set ?? {}), [EPOCH_FIELD]: epoch } };
+}
+
+function isDuplicateKey(error: unknown): boolean {
+  return (error as { code?: unknown } | null)?.code === 11000;
+}
+
+/** A metadata collection whose writes are fenced (see the module comment); reads pass through. */
+export class FencedCollection<T extends Document> {
+  constructor(
+    /** The collection itself, for reads. */
+    readonly raw: Collection<T>,
+    readonly fence: Fence,
+  ) {}
+
+  find(filter: Filter<T>, options?: FindOptions) {
+    return this.raw.find(filter, options);
+  }
+
+  findOne(filter: Filter<T>, options?: FindOptions) {
+    return this.raw.findOne(filter, options);
+  }
+
+  async #epoch(): Promise<number> {
+    await this.fence.ensure();
+    return this.fence.epoch;
+  }
+
+  /** A write that matched nothing: LeaseLost if a newer holder has the document, else as the driver said. */
+  async #explain(filter: Filter<T>, epoch: number): Promise<void> {
+    const newer = await this.raw.findOne({ ...filter, [EPOCH_FIELD]: { $gt: epoch } } as Filter<T>);
+    if (newer !== null) throw this.#lost(epoch, newer);
+  }
+
+  #lost(epoch: number, newer?: Document): LeaseLost {
+    const by = newer === undefined ? 'a newer holder' : `a holder at epoch ${String(newer[EPOCH_FIELD])}`;
+    return new LeaseLost(
+      `this Ferry (lease epoch ${epoch}) may no longer write the metadata of its sync in ${this.raw.collectionName}: ` +
+        `${by} has taken the sync over`,
+    );
+  }
+
+  async updateOne(filter: Filter<T>, update: UpdateFilter<T> | Document[], options: UpdateOptions = {}): Promise<UpdateResult> {
+    const epoch = await this.#epoch();
+    let result: UpdateResult;
+    try {
+      result = await this.raw.updateOne(
+        { ...filter, ...notNewer(epoch) },
+        stampUpdate(update as UpdateFilter<Document>, epoch) as UpdateFilter<T>,
+        options,
+      );
+    } catch (error) {
+      if (options.upsert === true && isDuplicateKey(error)) throw this.#lost(epoch);
+      throw error;
+    }
+    if (result.matchedCount === 0 && result.upsertedCount === 0) await this.#explain(filter, epoch);
+    return result;
+  }
+
+  async replaceOne(filter: Filter<T>, replacement: WithoutId<T>, options: ReplaceOptions = {}): Promise<UpdateResult | Document> {
+    const epoch = await this.#epoch();
+    let result: UpdateResult | Document;
+    try {
+      result = await this.raw.replaceOne({ ...filter, ...notNewer(epoch) }, { ...replacement, [EPOCH_FIELD]: epoch }, options);
+    } catch (error) {
+      if (options.upsert === true && isDuplicateKey(error)) throw this.#lost(epoch);
+      throw error;
+    }
+    if ((result as UpdateResult).matchedCount === 0 && (result as UpdateResult).upsertedCount === 0) await this.#explain(filter, epoch);
+    return result;
+  }
+
+  async insertOne(doc: OptionalUnlessRequiredId<T>, options?: InsertOneOptions): Promise<InsertOneResult<T>> {
+    const epoch = await this.#epoch();
+    return this.raw.insertOne({ ...doc, [EPOCH_FIELD]: epoch }, options);
+  }
+
+  async insertMany(docs: readonly OptionalUnlessRequiredId<T>[], options?: BulkWriteOptions): Promise<InsertManyResult<T>> {
+    const epoch = await this.#epoch();
+    return this.raw.insertMany(
+      docs.map((doc) => ({ ...doc, [EPOCH_FIELD]: epoch })),
+      options,
+    );
+  }
+
+  async deleteOne(filter: Filter<T>, options?: DeleteOptions): Promise<DeleteResult> {
+    const epoch = await this.#epoch();
+    return this.raw.deleteOne({ ...filter, ...notNewer(epoch) }, options);
+  }
+
+  async deleteMany(filter: Filter<T>, options?: DeleteOptions): Promise<DeleteResult> {
+    const epoch = await this.#epoch();
+    return this.raw.deleteMany({ ...filter, ...notNewer(epoch) }, options);
+  }
+}

@@ -111,6 +111,35 @@ describe('preflight against real clusters', () => {
     assert.match(error.message, /replicaSet → replicaSet/);
   });
 
+  it('includeNamespaces that select nothing on the source → NoNamespacesSelected, instead of a sync of nothing', async () => {
+    const source = await MongoClient.connect(pair.cluster0);
+    await source
+      .db(db)
+      .createCollection('orders')
+      .catch(() => undefined);
+    await source.close();
+    for (const includeNamespaces of [
+      [{ database: `${db}_absent` }],
+      [{ database: db.toUpperCase() }],
+      [{ database: db, collections: ['no_such_collection'] }],
+    ]) {
+      const error = await refusal(() => runPreflight({ ...REQUEST, includeNamespaces }, { clusters, id: 'preflight' }));
+      assert.equal(error.code, 'NoNamespacesSelected', JSON.stringify(includeNamespaces));
+      assert.equal(error.status, 422);
+      assert.match(error.message, /includeNamespaces selects no collection or view on the source cluster0/);
+    }
+    const excluded = await refusal(() =>
+      runPreflight(
+        { ...REQUEST, includeNamespaces: [{ database: db, collections: ['orders'] }], excludeNamespaces: [{ database: db }] },
+        { clusters, id: 'preflight' },
+      ),
+    );
+    assert.equal(excluded.code, 'NoNamespacesSelected');
+    assert.match(excluded.message, /after excludeNamespaces/);
+    // What exists is selected: no refusal.
+    await runPreflight({ ...REQUEST, includeNamespaces: [{ database: db, collections: ['orders'] }] }, { clusters, id: 'preflight' });
+  });
+
   it('an unreachable cluster → ClusterUnreachable (after the cluster timeout, 10 s) naming it without its password', async () => {
     const dead = parseClusterUri('cluster1', `mongodb://ferry:s3cret@127.0.0.1:${await closedPort()}/?replicaSet=rs0`);
     const error = await refusal(() => runPreflight(REQUEST, { clusters: { ...clusters, cluster1: dead }, id: 'preflight' }));

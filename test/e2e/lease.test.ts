@@ -93,11 +93,13 @@ describe('the lease of a sync', { skip: LOCAL_ONLY }, () => {
     const db = dbName('lease_elsewhere');
     await seed(pair.sourceClient, db, 'items', 100);
     const id = `lease-elsewhere-${RUN}`;
-    const { ferry } = await runningSync(pair, id, db);
+    // Long enough that the lease is still live when the restarted Ferry first looks (its startup takes a while).
+    const long = { FERRY_LEASE_DURATION_MS: '10000' };
+    const { ferry } = await runningSync(pair, id, db, long);
     await ferry.stop('SIGKILL');
     // As if the dead holder had run on another machine: its pid says nothing here.
     await leases(pair.destinationClient).updateOne({ _id: id }, { $set: { 'holder.host': 'elsewhere.example' } });
-    const restarted = await startFerry(flags(id), QUICK);
+    const restarted = await startFerry(flags(id), { ...QUICK, ...long });
     try {
       assert.ok(
         restarted.log().some((line) => /waiting to see whether it is alive/.test(String(line.message))),

@@ -45,6 +45,25 @@ export interface Fence {
   readonly epoch: number;
   /** Resolves when the lease is held and valid (renewing it if its time ran out); LeaseLost when another holder has it. */
   ensure(): Promise<void>;
+  /** False: writes are neither stamped with the epoch nor refused on a newer one (crossClusterFence). Default true. */
+  readonly stamps?: boolean;
+}
+
+/**
+ * A fence for the copy of a record Ferry keeps on the sync's *other* cluster (the way back a
+ * reversible commit leaves on its source, src/meta/way-back.ts). No lease of that cluster covers
+ * it, and epochs of different clusters' leases cannot be compared: it is written only while this
+ * instance's own lease is valid (`ensure`), and neither stamped nor filtered by epoch, so that
+ * the lease a later direction takes on that cluster can replace or clear it.
+ */
+export function crossClusterFence(fence: Fence): Fence {
+  return {
+    get epoch(): number {
+      return fence.epoch;
+    },
+    ensure: () => fence.ensure(),
+    stamps: false,
+  };
 }
 
 /** A fence for a worker thread: the epoch its pool was started with; the main thread keeps the lease. */
@@ -97,6 +116,19 @@ export class FencedCollection<T extends Document> {
     return this.fence.epoch;
   }
 
+  get #stamps(): boolean {
+    return this.fence.stamps !== false;
+  }
+
+  /** `filter`, limited to documents no newer holder has written. */
+  #fenced(filter: Filter<T>, epoch: number): Filter<T> {
+    return this.#stamps ? ({ ...filter, ...notNewer(epoch) } as Filter<T>) : filter;
+  }
+
+  #stamped<D extends Document>(doc: D, epoch: number): D {
+    return this.#stamps ? { ...doc, [EPOCH_FIELD]: epoch } : doc;
+  }
+
   /** A write that matched nothing: LeaseLost if a newer holder has the document, else as the driver said. */
   async #explain(filter: Filter<T>, epoch: number): Promise<void> {
     const newer = await this.raw.findOne({ ...filter, [EPOCH_FIELD]: { $gt: epoch } } as Filter<T>);
@@ -115,11 +147,8 @@ export class FencedCollection<T extends Document> {
     const epoch = await this.#epoch();
     let result: UpdateResult;
     try {
-      result = await this.raw.updateOne(
-        { ...filter, ...notNewer(epoch) },
-        stampUpdate(update as UpdateFilter<Document>, epoch) as UpdateFilter<T>,
-        options,
-      );
+      const stamped = this.#stamps ? stampUpdate(update as UpdateFilter<Document>, epoch) : update;
+      result = await this.raw.updateOne(this.#fenced(filter, epoch), stamped as UpdateFilter<T>, options);
     } catch (error) {
       if (options.upsert === true && isDuplicateKey(error)) throw this.#lost(epoch);
       throw error;
@@ -132,7 +161,7 @@ export class FencedCollection<T extends Document> {
     const epoch = await this.#epoch();
     let result: UpdateResult | Document;
     try {
-      result = await this.raw.replaceOne({ ...filter, ...notNewer(epoch) }, { ...replacement, [EPOCH_FIELD]: epoch }, options);
+      result = await this.raw.replaceOne(this.#fenced(filter, epoch), this.#stamped(replacement, epoch), options);
     } catch (error) {
       if (options.upsert === true && isDuplicateKey(error)) throw this.#lost(epoch);
       throw error;
@@ -143,24 +172,24 @@ export class FencedCollection<T extends Document> {
 
   async insertOne(doc: OptionalUnlessRequiredId<T>, options?: InsertOneOptions): Promise<InsertOneResult<T>> {
     const epoch = await this.#epoch();
-    return this.raw.insertOne({ ...doc, [EPOCH_FIELD]: epoch }, options);
+    return this.raw.insertOne(this.#stamped(doc, epoch), options);
   }
 
   async insertMany(docs: readonly OptionalUnlessRequiredId<T>[], options?: BulkWriteOptions): Promise<InsertManyResult<T>> {
     const epoch = await this.#epoch();
     return this.raw.insertMany(
-      docs.map((doc) => ({ ...doc, [EPOCH_FIELD]: epoch })),
+      docs.map((doc) => this.#stamped(doc, epoch)),
       options,
     );
   }
 
   async deleteOne(filter: Filter<T>, options?: DeleteOptions): Promise<DeleteResult> {
     const epoch = await this.#epoch();
-    return this.raw.deleteOne({ ...filter, ...notNewer(epoch) }, options);
+    return this.raw.deleteOne(this.#fenced(filter, epoch), options);
   }
 
   async deleteMany(filter: Filter<T>, options?: DeleteOptions): Promise<DeleteResult> {
     const epoch = await this.#epoch();
-    return this.raw.deleteMany({ ...filter, ...notNewer(epoch) }, options);
+    return this.raw.deleteMany(this.#fenced(filter, epoch), options);
   }
 }

@@ -18,6 +18,9 @@
  *   starts with the same id, so epochs only grow.
  * - `guard`: one document per instance: what Ferry knows of the destination's catalog, to notice
  *   changes it did not make (see src/guard/).
+ * - `wayBack`: one document per instance, on both clusters of a committed reversible sync: where
+ *   a reverse starts applying (the destination's time when it became writable) and which cluster
+ *   blocks user writes (see way-back.ts).
  */
 export const METADATA_COLLECTIONS = Object.freeze({
   resume: 'resume',
@@ -28,4 +31,5 @@ export const METADATA_COLLECTIONS = Object.freeze({
   commit: 'commit',
   leases: 'leases',
   guard: 'guard',
+  wayBack: 'wayBack',
 });

@@ -14,8 +14,13 @@
  *   machine hears `failed`: the sync pauses, and `resume` continues from the checkpoints.
  * - `commit`: the commit phase begins while the request waits, then finishes in the background
  *   (its retries and its hand-off of change-event application are src/commit/'s); `commitCompleted`.
+ * - `reverse`: the reverse phase checks the committed sync and records the reversed one while the
+ *   request waits (src/reverse/), then prepares it in the background (REVERSING); the reversed sync
+ *   (clusters swapped, metadata on its own destination) replaces the committed one, is launched,
+ *   and `reverseCompleted`. Its events applied are counted from zero in progress.
  * - `recover` (process start): src/recovery/ finds the recorded sync; a RUNNING one is launched,
- *   a COMMITTING one's commit finishes, a PAUSED one waits for `resume`.
+ *   a COMMITTING one's commit finishes, a REVERSING one's reverse finishes and is launched, a
+ *   PAUSED one waits for `resume`.
  * - The sync's lease (src/meta/lease.ts) is taken before anything is written (at `start`, or when a
  *   recorded sync is recovered) and kept while this process runs; every metadata write is fenced
  *   by it. A second Ferry with the same id is refused (SyncLeaseHeld).
@@ -31,26 +36,26 @@
 import type { Cluster } from '../cluster/connect.js';
 import { openCluster } from '../cluster/connect.js';
 import { setUserWriteBlocking } from '../cluster/commands.js';
-import { asClusterError } from '../cluster/errors.js';
+import { asClusterError, onCluster } from '../cluster/errors.js';
 import { ClusterHealth } from '../cluster/health.js';
 import type { SyncSettings } from '../config/settings.js';
 import type { ClusterEndpoint, ClusterName } from '../domain/clusters.js';
 import { redactUris } from '../domain/credentials.js';
-import { blocksDestination, blocksSource, type StartRequest } from '../domain/start-request.js';
+import { blocksDestination, blocksSource, reversedRequest, type StartRequest } from '../domain/start-request.js';
 import type { RecoveredState, SyncControl, SyncEvent, SyncSnapshot } from '../domain/sync-control.js';
-import { FerryError, InvalidStateTransition, isFinal, MetadataMissing, NotImplemented, SyncCannotContinue } from '../errors/errors.js';
+import { FerryError, InvalidStateTransition, isFinal, MetadataMissing, SyncCannotContinue } from '../errors/errors.js';
 import { DestinationGuard } from '../guard/destination-guard.js';
 import type { Logger } from '../log/logger.js';
 import { Lease } from '../meta/lease.js';
-import { ResumeStore, type ResumeDocument } from '../meta/resume.js';
+import { ResumeStore, reversalsOf, type ResumeDocument } from '../meta/resume.js';
 import { MetadataStore } from '../meta/store.js';
 import type { CounterValues } from '../metrics/counters.js';
 import { HistogramSet } from '../metrics/histograms.js';
-import type { CommitPhase, PhaseFactories, PhaseStatus } from '../phase/contract.js';
+import type { CommitPhase, PhaseFactories, PhaseStatus, ReversePhase } from '../phase/contract.js';
 import { mergeStatuses, sumCounters } from '../phase/status.js';
 import { runPreflight } from '../plan/preflight.js';
 import { findRecordedSync } from '../recovery/find-sync.js';
-import { beginSync, refuseUnsupported } from './begin.js';
+import { beginSync, checkWriteBlockingPrivileges, refuseUnsupported } from './begin.js';
 import { changeApplicationHandoff, syncContext, type ActiveSync, type Run } from './run.js';
 
 export interface SyncOrchestratorOptions {
@@ -74,13 +79,15 @@ export class SyncOrchestrator implements SyncControl {
   #sync: ActiveSync | undefined;
   /** Statuses of the phases of runs that ended (their counters count on). */
   #retired: PhaseStatus[] = [];
-  /** Why a sync recovered PAUSED had stopped (from its metadata), until it runs again. */
+  /** Why a sync recovered PAUSED had stopped (from its metadata), until it runs again; or why a reversed sync could not be launched. */
   #recoveredFailure: string | undefined;
   /** The error the sync cannot continue from, once it stopped on one (or was recovered so). */
   #final: { code: string; message: string } | undefined;
   #guardTimer: NodeJS.Timeout | undefined;
   /** The sync committed: nothing may undo the cut-over any more. */
   #committed = false;
+  /** Events applied in earlier directions of the sync: progress counts the current direction's only. */
+  #eventsBeforeReverse = 0;
   #closed = false;
 
   constructor(options: SyncOrchestratorOptions) {
@@ -148,11 +155,16 @@ export class SyncOrchestrator implements SyncControl {
     const doc = (await sync.resume.read()) ?? found.doc;
     this.#committed = doc.state === 'COMMITTED';
     if (!this.#committed) sync.health.start();
-    await this.#prepare(sync, doc);
     this.#logger.info(
-      { state: doc.state, phase: doc.phase, destination: found.cluster, epoch: sync.lease.epoch },
+      { state: doc.state, phase: doc.phase, destination: found.cluster, reversals: reversalsOf(doc), epoch: sync.lease.epoch },
       `Recovered a sync in state ${doc.state}, phase ${doc.phase}`,
     );
+    // Reversing: its run is prepared once the reverse is done.
+    if (doc.state === 'REVERSING') {
+      this.#finishReverse(sync, this.#newReverse(sync, reversalsOf(doc) - 1));
+      return { state: doc.state, request: doc.request };
+    }
+    await this.#prepare(sync, doc);
     if (doc.state === 'PAUSED' && doc.lastError !== undefined) {
       if (doc.cannotContinue !== undefined) {
         this.#final = { code: doc.cannotContinue, message: doc.lastError };
@@ -399,16 +411,79 @@ export class SyncOrchestrator implements SyncControl {
     });
   }
 
+  /** The reverse phase that turns the committed sync (reversed `reversals` times) into `sync`, the reversed one. */
+  #newReverse(sync: ActiveSync, reversals: number): ReversePhase {
+    return this.#options.phases.reverse({
+      source: sync.source,
+      destination: sync.destination,
+      request: sync.request,
+      store: sync.store,
+      committed: new MetadataStore(sync.source.client, this.#options.id),
+      reversals,
+      ferryVersion: this.#options.ferryVersion ?? 'unknown',
+      settings: this.#options.settings,
+      logger: this.#logger,
+    });
+  }
+
   async reverse(): Promise<void> {
-    throw new NotImplemented(
-      'reverse (syncing from the committed destination back to the source) is not ' +
-        'implemented in this build of Ferry; the destination stays committed and writable',
-    );
+    const committed = this.#requireSync('reverse');
+    const doc = await committed.resume.read().catch((error: unknown) => {
+      throw asClusterError(committed.destination.endpoint, 'reading the metadata', error);
+    });
+    if (doc?.state !== 'COMMITTED') {
+      throw new InvalidStateTransition(`reverse: the metadata says the sync is ${doc?.state ?? 'gone'}, not COMMITTED`);
+    }
+    const sync = this.#target(reversedRequest(committed.request));
+    await checkWriteBlockingPrivileges(sync);
+    const reverse = this.#newReverse(sync, reversalsOf(doc));
+    // The reversed sync's metadata lives on its own destination: its lease there comes first.
+    const leaseExisted = (await onCluster(sync.destination.endpoint, 'reading the lease of the sync', sync.lease.read())) !== null;
+    await onCluster(sync.destination.endpoint, 'taking the lease of the reversed sync', sync.lease.acquire());
+    try {
+      await reverse.begin();
+    } catch (error) {
+      await (leaseExisted ? sync.lease.release() : sync.lease.discard()).catch(() => undefined);
+      throw error;
+    }
+    sync.lease.keep();
+    // Recorded: the reversed sync replaces the committed one, which has nothing left running.
+    await this.#halt(committed);
+    await Promise.all([committed.lease.release(), committed.health.stop()]);
+    this.#eventsBeforeReverse = this.counters().appliedEvents;
+    this.#retire(committed);
+    this.#recoveredFailure = undefined;
+    this.#committed = false;
+    this.#final = undefined;
+    this.#sync = sync;
+    sync.health.start();
+    this.#finishReverse(sync, reverse);
+  }
+
+  /** Runs `reverse` to its end in the background, then launches the reversed sync and reports `reverseCompleted`. */
+  #finishReverse(sync: ActiveSync, reverse: ReversePhase): void {
+    sync.reverse = reverse;
+    sync.reversing = (async () => {
+      await reverse.recover();
+      if ((await reverse.start()) !== 'done' || this.#closed) return;
+      const doc = await sync.resume.read();
+      if (doc === null) throw new MetadataMissing({ record: 'resume document' });
+      const run = await this.#prepare(sync, doc);
+      sync.reverse = undefined;
+      // RUNNING before the run can report anything (a failure reported while REVERSING would be lost).
+      this.#report({ type: 'reverseCompleted' });
+      this.#launch(sync, run);
+    })().catch((error: unknown) => {
+      this.#logger.error({ err: error }, 'The reversed sync could not be launched');
+      this.#recoveredFailure =
+        `The reverse is recorded but the reversed sync could not be launched: ${redactUris((error as Error).message)}. ` +
+        'Restart Ferry to continue it.';
+    });
   }
 
   #statuses(): PhaseStatus[] {
     const sync = this.#sync;
-    const live = [...(sync?.run?.sequence ?? []), sync?.application, sync?.commit].map((phase) => phase?.status() ?? {});
+    const live = [...(sync?.run?.sequence ?? []), sync?.application, sync?.commit, sync?.reverse].map((phase) => phase?.status() ?? {});
     return [...this.#retired.map(({ counters }) => ({ counters })), ...live];
   }
 
@@ -420,7 +495,9 @@ export class SyncOrchestrator implements SyncControl {
     const outage = sync.health.warnings({ source: sync.source.endpoint, destination: sync.destination.endpoint });
     const health: PhaseStatus = { warnings: outage, ...(outage.length > 0 ? { readyToCommit: false } : {}) };
     const final: PhaseStatus = this.#final === undefined ? {} : { info: stoppedInfo(this.#final.code), readyToCommit: false };
-    return mergeStatuses([recovered, ...this.#statuses(), health, final]);
+    const snapshot = mergeStatuses([recovered, ...this.#statuses(), health, final]);
+    snapshot.eventsApplied -= this.#eventsBeforeReverse;
+    return snapshot;
   }
 
   async close(): Promise<void> {
@@ -429,9 +506,9 @@ export class SyncOrchestrator implements SyncControl {
     const sync = this.#sync;
     this.#unwatchDestination();
     if (sync !== undefined) {
-      const stopping = sync.commit?.stop();
+      const stopping = [sync.commit?.stop(), sync.reverse?.stop()];
       await this.#halt(sync);
-      await Promise.all([stopping, sync.committing]);
+      await Promise.all([...stopping, sync.committing, sync.reversing]);
       // A restart takes over at once; the lease expires by itself if this never runs.
       await sync.lease.release();
       await sync.health.stop();

@@ -10,7 +10,15 @@ import type { DestinationGuard } from '../guard/destination-guard.js';
 import type { Logger } from '../log/logger.js';
 import type { ResumeDocument } from '../meta/resume.js';
 import type { HistogramSet } from '../metrics/histograms.js';
-import type { ChangeApplication, ChangeApplicationHandoff, CommitPhase, Phase, PhaseStatus, SyncContext } from '../phase/contract.js';
+import type {
+  ChangeApplication,
+  ChangeApplicationHandoff,
+  CommitPhase,
+  Phase,
+  PhaseStatus,
+  ReversePhase,
+  SyncContext,
+} from '../phase/contract.js';
 import type { SyncTarget } from './begin.js';
 
 /** One run of the sync: its phases, from a launch to a pause, a failure or the end. */
@@ -33,6 +41,9 @@ export interface ActiveSync extends SyncTarget {
   applicationStarted?: boolean;
   commit?: CommitPhase;
   committing?: Promise<void>;
+  /** Reverse, while the sync is REVERSING: it prepares this sync (the reversed one) before its first run. */
+  reverse?: ReversePhase;
+  reversing?: Promise<void>;
   /** Whether the source and the destination answer. */
   health: ClusterHealth;
   /** Notices changes to the destination Ferry did not make; set once the sync's resume document is known. */

@@ -18,8 +18,9 @@
  *   stopped is noticed after a restart.
  *
  * Ferry's own catalog changes (change-event application's DDL: drop, rename, create, a collection
- * read again) run through `changing`, which excludes a check while they run and has the next check
- * learn the new identity of the namespaces they named.
+ * read again) run through `changing`, which excludes a check while they run, first forgets the
+ * recorded identity of the namespaces they name (durably: a Ferry killed right after its own change
+ * must not take it for someone else's after a restart), and has the next check learn the new one.
  *
  * Why not the destination's change stream: a change event does not say who made the change, so
  * telling Ferry's own DDL (applied on behalf of the source) from someone else's would rest on
@@ -79,6 +80,7 @@ export class DestinationGuard {
   /** Runs one of Ferry's own catalog changes (see the module comment). */
   changing<T>(names: readonly ChangedName[], change: () => Promise<T>): Promise<T> {
     return this.#exclusive(async () => {
+      await this.#known.forget(names);
       try {
         return await change();
       } finally {

@@ -1,7 +1,7 @@
 /**
  * The guard's record in the metadata (`guard`, one document per instance): the collection UUID of
  * each namespace Ferry created, as first seen on the destination after Ferry created it (or
- * changed it). Written only when it changes.
+ * changed it). Written only when it changes, and before each of Ferry's own changes (`forget`).
  */
 import { InstanceCollection, type MetadataStore } from '../meta/store.js';
 
@@ -36,6 +36,19 @@ export class KnownCatalog extends InstanceCollection<GuardDocument> {
     const entries = doc?.namespaces ?? [];
     this.#stored ??= JSON.stringify(entries);
     return new Map(entries.filter(({ ns }) => !changed.some((name) => touches(name, ns))).map(({ ns, uuid }) => [ns, uuid]));
+  }
+
+  /**
+   * Forgets the known UUID of every namespace `names` touch, durably, before Ferry changes them: a
+   * Ferry killed after its change and before the next check must not find the old UUID recorded
+   * (and take its own change for someone else's) when it starts again.
+   */
+  async forget(names: readonly ChangedName[]): Promise<void> {
+    const doc = await this.collection.findOne({ _id: this.instance });
+    const entries = doc?.namespaces ?? [];
+    const kept = entries.filter(({ ns }) => !names.some((name) => touches(name, ns)));
+    if (kept.length === entries.length) return;
+    await this.write(new Map(kept.map(({ ns, uuid }) => [ns, uuid])));
   }
 
   /** Records `known` (namespace → UUID) as the whole of what is known, if it changed. */

@@ -102,6 +102,11 @@ export interface ReverseContext {
   committed: MetadataStore;
   /** `ResumeDocument.reversals` of the committed sync. */
   reversals: number;
+  /**
+   * Takes the reversed sync's lease on its destination (src/meta/lease.ts): `begin` calls it once
+   * every check passed, before its first write there, so that a refused reverse writes nothing.
+   */
+  takeLease(): Promise<void>;
   ferryVersion: string;
   settings: SyncSettings;
   logger: Logger;

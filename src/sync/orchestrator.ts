@@ -412,8 +412,9 @@ export class SyncOrchestrator implements SyncControl {
   }
 
   /** The reverse phase that turns the committed sync (reversed `reversals` times) into `sync`, the reversed one. */
-  #newReverse(sync: ActiveSync, reversals: number): ReversePhase {
+  #newReverse(sync: ActiveSync, reversals: number, takeLease: () => Promise<void> = async () => {}): ReversePhase {
     return this.#options.phases.reverse({
+      takeLease,
       source: sync.source,
       destination: sync.destination,
       request: sync.request,
@@ -436,14 +437,17 @@ export class SyncOrchestrator implements SyncControl {
     }
     const sync = this.#target(reversedRequest(committed.request));
     await checkWriteBlockingPrivileges(sync);
-    const reverse = this.#newReverse(sync, reversalsOf(doc));
-    // The reversed sync's metadata lives on its own destination: its lease there comes first.
-    const leaseExisted = (await onCluster(sync.destination.endpoint, 'reading the lease of the sync', sync.lease.read())) !== null;
-    await onCluster(sync.destination.endpoint, 'taking the lease of the reversed sync', sync.lease.acquire());
+    // The reversed sync's metadata lives on its own destination: its lease there comes before any write.
+    let leaseExisted: boolean | undefined;
+    const reverse = this.#newReverse(sync, reversalsOf(doc), async () => {
+      leaseExisted = (await onCluster(sync.destination.endpoint, 'reading the lease of the sync', sync.lease.read())) !== null;
+      await onCluster(sync.destination.endpoint, 'taking the lease of the reversed sync', sync.lease.acquire());
+    });
     try {
       await reverse.begin();
     } catch (error) {
-      await (leaseExisted ? sync.lease.release() : sync.lease.discard()).catch(() => undefined);
+      // Not reversed: a lease this reverse made goes again.
+      if (leaseExisted !== undefined) await (leaseExisted ? sync.lease.release() : sync.lease.discard()).catch(() => undefined);
       throw error;
     }
     sync.lease.keep();

@@ -12,7 +12,7 @@ import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { MongoClient } from 'mongodb';
 import { METADATA_DATABASE } from '../../src/domain/namespaces.js';
-import { EPOCH_FIELD, FencedCollection, fixedFence } from '../../src/meta/fence.js';
+import { crossClusterFence, EPOCH_FIELD, FencedCollection, fixedFence } from '../../src/meta/fence.js';
 import { RUN } from './copy-fixtures.js';
 import { startFerry } from './ferry-process.js';
 import { dbName, LOCAL_ONLY, QUICK, runningSync, seed, useFaultPair, warningMatching } from './safety-fixtures.js';
@@ -151,6 +151,16 @@ describe('the lease of a sync', { skip: LOCAL_ONLY }, () => {
     assert.equal(updated.modifiedCount, 1, 'the stale delete left it; the holder of its epoch writes it');
     await new FencedCollection(collection, fixedFence(6)).updateOne({ _id: 'doc' }, { $set: { n: 3 } });
     assert.deepEqual(await collection.findOne({ _id: 'doc' }), { _id: 'doc', [EPOCH_FIELD]: 6, n: 3 });
+  });
+
+  it("a copy kept on the sync's other cluster (crossClusterFence) is neither stamped nor refused by epoch", async () => {
+    const collection = pair.destinationClient.db(METADATA_DATABASE).collection<{ _id: string; n?: number }>(`fence_cross_${RUN}`);
+    // As the way back on the source: written by another direction's lease, whose epochs count apart.
+    await collection.insertOne({ _id: 'doc', [EPOCH_FIELD]: 9 } as never);
+    await new FencedCollection(collection, crossClusterFence(fixedFence(2))).replaceOne({ _id: 'doc' }, { n: 1 }, { upsert: true });
+    assert.deepEqual(await collection.findOne({ _id: 'doc' }), { _id: 'doc', n: 1 });
+    await new FencedCollection(collection, fixedFence(1)).deleteMany({ _id: 'doc' });
+    assert.equal(await collection.countDocuments(), 0, 'the lease that cluster gets later, whatever its epoch, clears it');
   });
 
   it('another --id whose namespaces overlap on the same destination is refused; a disjoint one runs, and keeps the blocking', async () => {

@@ -11,7 +11,7 @@ import { dispatch } from './commands/dispatch.js';
 import type { ConnectionInfo } from './commands/registry.js';
 import { MAX_MESSAGE_SIZE_BYTES } from './commands/handshake.js';
 import { encodeDocument } from './raw.js';
-import { MsgFlag, decodeBody, encodeLegacyReply, encodeMsgReply, parseMessage } from './wire.js';
+import { MsgFlag, decodeBody, encodeLegacyReply, encodeMsgReply, opensHelloStream, parseMessage, streamHelloReplies } from './wire.js';
 import { installValidation } from './validation.js';
 import { startTtlMonitor } from './ttl.js';
 import { installAccessControl, type AccessOptions } from './auth/access.js';
@@ -162,6 +162,20 @@ export class ClusterServer {
     }
     const reply = await dispatch(this.instance, connection, request.bodyRaw, request.sequences);
     if (request.flags & MsgFlag.moreToCome) return; // fire-and-forget (w: 0): no reply
+    if (opensHelloStream(request)) {
+      let responseTo = requestId;
+      await streamHelloReplies(
+        reply,
+        () => dispatch(this.instance, connection, request.bodyRaw, request.sequences),
+        (next, flags) => {
+          const id = this.nextRequestId++;
+          this.write(socket, encodeMsgReply(encodeDocument(next), id, responseTo, flags));
+          responseTo = id;
+        },
+        () => !socket.destroyed,
+      );
+      return;
+    }
     this.write(socket, encodeMsgReply(encodeDocument(reply), this.nextRequestId++, requestId));
   }
 }

@@ -158,6 +158,44 @@ export function encodeMsgReply(body: Buffer, requestID: number, responseTo: numb
   return [header(HEADER_SIZE + 5 + body.length, requestID, responseTo, OP_MSG), prefix, body];
 }
 
+/**
+ * Whether a request opens an exhaust stream of `hello` replies, as mongod (4.4+) serves the
+ * drivers' streaming server monitoring: an OP_MSG `hello` (or `isMaster`) with the
+ * `exhaustAllowed` flag, `maxAwaitTimeMS` and `topologyVersion`. mongod then answers with
+ * `moreToCome` set and keeps answering it on its own — each reply once the topology changes or
+ * `maxAwaitTimeMS` passes — until a reply is an error or the connection closes. Without it the
+ * driver's monitor ends each awaited check with "Server ended moreToCome unexpectedly", marks
+ * the server unknown and clears the connection pool (failing operations in flight).
+ * See the OP_MSG specification's `exhaustAllowed` and the Server Monitoring specification's
+ * streaming protocol.
+ */
+export function opensHelloStream(request: MsgRequest): boolean {
+  if ((request.flags & MsgFlag.exhaustAllowed) === 0) return false;
+  const body = decodeBody(request.bodyRaw);
+  const name = Object.keys(body)[0]?.toLowerCase();
+  return (name === 'hello' || name === 'ismaster') && body.maxAwaitTimeMS !== undefined && body.topologyVersion !== undefined;
+}
+
+/**
+ * Answers a request that opened a hello stream (`opensHelloStream`) until the stream ends: each
+ * reply with `moreToCome` while it succeeds, `responseTo` naming the previous reply (mongod's
+ * exhaust replies answer a request it makes up with the previous reply's id). `answer` runs the
+ * request again (an awaitable hello returns after `maxAwaitTimeMS`); `send` frames and writes a
+ * reply and returns the request id it used.
+ */
+export async function streamHelloReplies(
+  first: Record<string, unknown>,
+  answer: () => Promise<Record<string, unknown>>,
+  send: (reply: Record<string, unknown>, flags: number) => void,
+  isOpen: () => boolean,
+): Promise<void> {
+  for (let reply = first; isOpen(); reply = await answer()) {
+    const more = reply.ok === 1;
+    send(reply, more ? MsgFlag.moreToCome : 0);
+    if (!more) return;
+  }
+}
+
 /** Frames an OP_REPLY (answer to a legacy OP_QUERY handshake) with one document. */
 export function encodeLegacyReply(body: Buffer, requestID: number, responseTo: number): Buffer[] {
   const fields = Buffer.alloc(20); // responseFlags, cursorID (8), startingFrom, numberReturned

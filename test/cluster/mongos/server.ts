@@ -7,7 +7,7 @@ import net from 'node:net';
 import { BSON, Long, type Timestamp } from 'bson';
 import { ServerError } from '../errors.js';
 import { encodeDocument, typed } from '../raw.js';
-import { MsgFlag, decodeBody, encodeLegacyReply, encodeMsgReply, parseMessage } from '../wire.js';
+import { MsgFlag, decodeBody, encodeLegacyReply, encodeMsgReply, opensHelloStream, parseMessage, streamHelloReplies } from '../wire.js';
 import { readMessages } from '../sharding/framing.js';
 import { type RouterConnection, type RouterContext, type RouterReply, lookupRouterCommand } from './commands.js';
 import { Router, type RouterOptions } from './router.js';
@@ -114,6 +114,20 @@ export class RouterServer {
     }
     const reply = await this.dispatch(connection, request.bodyRaw, request.sequences);
     if (request.flags & MsgFlag.moreToCome) return;
+    if (opensHelloStream(request)) {
+      let responseTo = requestId;
+      await streamHelloReplies(
+        reply,
+        () => this.dispatch(connection, request.bodyRaw, request.sequences),
+        (next, flags) => {
+          const id = this.nextRequestId++;
+          this.write(socket, encodeMsgReply(encodeDocument(next), id, responseTo, flags));
+          responseTo = id;
+        },
+        () => !socket.destroyed,
+      );
+      return;
+    }
     this.write(socket, encodeMsgReply(encodeDocument(reply), this.nextRequestId++, requestId));
   }
 

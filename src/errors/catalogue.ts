@@ -79,11 +79,6 @@ export const ERROR_CATALOGUE = {
     message: '{detail}',
     when: 'source and destination are the same cluster (recognised by the cluster itself, not by the connection strings)',
   },
-  NoNamespacesSelected: {
-    status: 422,
-    message: '{detail}',
-    when: '`includeNamespaces`/`excludeNamespaces` select no collection or view that exists on the source',
-  },
   ChangeStreamsUnavailable: { status: 422, message: '{detail}', when: 'the source is a standalone server' },
   UnsupportedTopology: { status: 422, message: '{detail}', when: 'the destination is a standalone server, or sharded → replica set' },
   ShardingRequired: { status: 422, message: '{detail}', when: 'replica set → sharded cluster without `sharding`' },

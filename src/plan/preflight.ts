@@ -2,7 +2,7 @@
  * Checks, before a sync starts, that the two clusters can serve the start request. Read-only:
  * `hello` (reachability and kind of cluster: `msg: "isdbgrid"` is a mongos, `setName` a replica
  * set member; and that the two are not one cluster), `listDatabases` and `listCollections` on the
- * source (a filter must select something), the metadata of other instances on the destination (no
+ * source (a filter that selects nothing there is said in progress warnings), the metadata of other instances on the destination (no
  * uncommitted sync of theirs may overlap: overlap.ts), and `listDatabases`, `listCollections` and a
  * one-document `find` per selected namespace on the destination. Fails with the first problem
  * found, as a named FerryError.
@@ -26,7 +26,6 @@ import type { StartRequest } from '../domain/start-request.js';
 import {
   ChangeStreamsUnavailable,
   DestinationNotEmpty,
-  NoNamespacesSelected,
   OverlappingSync,
   SameCluster,
   ReversibleNotSupported,
@@ -192,8 +191,13 @@ async function refuseSameCluster(
   }
 }
 
-/** Checks everything; throws the first problem as a FerryError. Never writes. */
-export async function runPreflight(request: StartRequest, options: PreflightOptions): Promise<void> {
+/** Checks everything; throws the first problem as a FerryError, and returns what must be said. Never writes. */
+/** What preflight found that does not refuse the start but must be said (progress warnings, the log). */
+export interface PreflightFindings {
+  warnings: string[];
+}
+
+export async function runPreflight(request: StartRequest, options: PreflightOptions): Promise<PreflightFindings> {
   const source = options.clusters[request.source];
   const destination = options.clusters[request.destination];
   const sourceClient = connect(source);
@@ -213,12 +217,15 @@ export async function runPreflight(request: StartRequest, options: PreflightOpti
     }
 
     const selected = await ask(source, 'listing the selected namespaces', () => selectedNamespaces(sourceClient, selectorFor(request)));
-    // Only a filter naming what to sync can be wrong this way: a whole-cluster sync of an empty source is allowed.
+    // Only a filter naming what to sync can be wrong this way (a whole-cluster sync of an empty source is not). Not
+    // refused: as with mongosync, namespaces created later that match are synced; but never a silent sync of nothing.
+    const warnings: string[] = [];
     if (selected.length === 0 && (request.includeNamespaces?.length ?? 0) > 0) {
-      throw new NoNamespacesSelected(
-        `includeNamespaces selects no collection or view on the source ${describe(source)}` +
-          `${request.excludeNamespaces === undefined ? '' : ' (after excludeNamespaces)'}; ` +
-          'check the database and collection names (they are case-sensitive) against the source',
+      warnings.push(
+        `includeNamespaces selected no collection or view on the source ${describe(source)} when the sync started` +
+          `${request.excludeNamespaces === undefined ? '' : ' (after excludeNamespaces)'}: nothing was there to copy. ` +
+          'Namespaces created later that match are synced; if that is not what you meant, check the database and ' +
+          'collection names (they are case-sensitive) against the source, pause, and start again with the right ones',
       );
     }
     const overlap = await ask(destination, "reading other instances' metadata", () =>
@@ -243,6 +250,7 @@ export async function runPreflight(request: StartRequest, options: PreflightOpti
           `selected namespace(s): ${named}${more}; drop them or exclude them from the sync`,
       );
     }
+    return { warnings };
   } finally {
     await Promise.allSettled([sourceClient.close(), destinationClient.close()]);
   }

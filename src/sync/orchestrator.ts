@@ -88,6 +88,9 @@ export class SyncOrchestrator implements SyncControl {
   #committed = false;
   /** Events applied in earlier directions of the sync: progress counts the current direction's only. */
   #eventsBeforeReverse = 0;
+  /** What the last preflight found to say; the start's, said in progress for this process's life. */
+  #preflightWarnings: string[] = [];
+  #startWarnings: string[] = [];
   #closed = false;
 
   constructor(options: SyncOrchestratorOptions) {
@@ -182,7 +185,8 @@ export class SyncOrchestrator implements SyncControl {
 
   async preflight(request: StartRequest): Promise<void> {
     refuseUnsupported(request);
-    await runPreflight(request, { clusters: this.#options.clusters, id: this.#options.id });
+    const { warnings } = await runPreflight(request, { clusters: this.#options.clusters, id: this.#options.id });
+    this.#preflightWarnings = warnings;
   }
 
   async start(request: StartRequest): Promise<void> {
@@ -196,6 +200,8 @@ export class SyncOrchestrator implements SyncControl {
       { startAtOperationTime: doc.startAtOperationTime.toString(), epoch: sync.lease.epoch },
       'Sync started: start time recorded',
     );
+    this.#startWarnings = this.#preflightWarnings;
+    for (const warning of this.#startWarnings) this.#logger.warn(warning);
     this.#launch(sync, await this.#prepare(sync, doc));
   }
 
@@ -459,6 +465,7 @@ export class SyncOrchestrator implements SyncControl {
     this.#recoveredFailure = undefined;
     this.#committed = false;
     this.#final = undefined;
+    this.#startWarnings = [];
     this.#sync = sync;
     sync.health.start();
     this.#finishReverse(sync, reverse);
@@ -494,7 +501,9 @@ export class SyncOrchestrator implements SyncControl {
   snapshot(): SyncSnapshot {
     const sync = this.#sync;
     if (sync === undefined) return { info: null, eventsApplied: 0, readyToCommit: false, warnings: [] };
-    const recovered: PhaseStatus = { warnings: this.#recoveredFailure === undefined ? [] : [this.#recoveredFailure] };
+    const recovered: PhaseStatus = {
+      warnings: [...this.#startWarnings, ...(this.#recoveredFailure === undefined ? [] : [this.#recoveredFailure])],
+    };
     // A cluster that does not answer: said in warnings, and no commit meanwhile.
     const outage = sync.health.warnings({ source: sync.source.endpoint, destination: sync.destination.endpoint });
     const health: PhaseStatus = { warnings: outage, ...(outage.length > 0 ? { readyToCommit: false } : {}) };

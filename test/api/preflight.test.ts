@@ -18,7 +18,7 @@ import type { FerryError } from '../../src/errors/errors.js';
 import { topologyOf, type Topology } from '../../src/cluster/commands.js';
 import { checkTopologies, runPreflight } from '../../src/plan/preflight.js';
 
-async function refusal(run: () => Promise<void> | void): Promise<FerryError> {
+async function refusal(run: () => Promise<unknown> | void): Promise<FerryError> {
   try {
     await run();
   } catch (error) {
@@ -68,7 +68,7 @@ describe('preflight against real clusters', () => {
   });
 
   it('a selected namespace holding a document → DestinationNotEmpty naming it; excluding it or filtering it out passes', async () => {
-    // Filters must select something on the source (NoNamespacesSelected otherwise).
+    // Filters select something on the source (a warning otherwise).
     const source = await MongoClient.connect(pair.cluster0);
     await source.db(db).createCollection('inventory');
     await source.db(db).createCollection('orders');
@@ -111,7 +111,7 @@ describe('preflight against real clusters', () => {
     assert.match(error.message, /replicaSet → replicaSet/);
   });
 
-  it('includeNamespaces that select nothing on the source → NoNamespacesSelected, instead of a sync of nothing', async () => {
+  it('includeNamespaces that select nothing on the source start with a warning saying so, not a silent sync of nothing', async () => {
     const source = await MongoClient.connect(pair.cluster0);
     await source
       .db(db)
@@ -123,21 +123,23 @@ describe('preflight against real clusters', () => {
       [{ database: db.toUpperCase() }],
       [{ database: db, collections: ['no_such_collection'] }],
     ]) {
-      const error = await refusal(() => runPreflight({ ...REQUEST, includeNamespaces }, { clusters, id: 'preflight' }));
-      assert.equal(error.code, 'NoNamespacesSelected', JSON.stringify(includeNamespaces));
-      assert.equal(error.status, 422);
-      assert.match(error.message, /includeNamespaces selects no collection or view on the source cluster0/);
+      const { warnings } = await runPreflight({ ...REQUEST, includeNamespaces }, { clusters, id: 'preflight' });
+      assert.equal(warnings.length, 1, JSON.stringify(includeNamespaces));
+      assert.match(warnings[0]!, /^includeNamespaces selected no collection or view on the source cluster0 .* nothing was there to copy/);
+      assert.match(warnings[0]!, /created later that match are synced/);
     }
-    const excluded = await refusal(() =>
-      runPreflight(
-        { ...REQUEST, includeNamespaces: [{ database: db, collections: ['orders'] }], excludeNamespaces: [{ database: db }] },
-        { clusters, id: 'preflight' },
-      ),
+    const excluded = await runPreflight(
+      { ...REQUEST, includeNamespaces: [{ database: db, collections: ['orders'] }], excludeNamespaces: [{ database: db }] },
+      { clusters, id: 'preflight' },
     );
-    assert.equal(excluded.code, 'NoNamespacesSelected');
-    assert.match(excluded.message, /after excludeNamespaces/);
-    // What exists is selected: no refusal.
-    await runPreflight({ ...REQUEST, includeNamespaces: [{ database: db, collections: ['orders'] }] }, { clusters, id: 'preflight' });
+    assert.match(excluded.warnings[0]!, /after excludeNamespaces/);
+    // What exists is selected, and a whole-cluster sync of anything: nothing to say.
+    const selected = await runPreflight(
+      { ...REQUEST, includeNamespaces: [{ database: db, collections: ['orders'] }] },
+      { clusters, id: 'preflight' },
+    );
+    assert.deepEqual(selected.warnings, []);
+    assert.deepEqual((await runPreflight(REQUEST, { clusters, id: 'preflight' })).warnings, []);
   });
 
   it('an unreachable cluster → ClusterUnreachable (after the cluster timeout, 10 s) naming it without its password', async () => {

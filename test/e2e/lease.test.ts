@@ -89,24 +89,36 @@ describe('the lease of a sync', { skip: LOCAL_ONLY }, () => {
     }
   });
 
-  it('a holder elsewhere that stopped renewing is taken over once its lease expires', async () => {
+  it('a holder elsewhere that stopped renewing is taken over once its lease expires, not before', async () => {
     const db = dbName('lease_elsewhere');
     await seed(pair.sourceClient, db, 'items', 100);
     const id = `lease-elsewhere-${RUN}`;
-    // Long enough that the lease is still live when the restarted Ferry first looks (its startup takes a while).
-    const long = { FERRY_LEASE_DURATION_MS: '10000' };
+    // A restarted Ferry watches a live-looking holder for up to one lease duration (and a renewal interval).
+    const long = { FERRY_LEASE_DURATION_MS: '15000' };
     const { ferry } = await runningSync(pair, id, db, long);
     await ferry.stop('SIGKILL');
-    // As if the dead holder had run on another machine: its pid says nothing here.
-    await leases(pair.destinationClient).updateOne({ _id: id }, { $set: { 'holder.host': 'elsewhere.example' } });
+    // As if the dead holder had run on another machine (its pid says nothing here), its lease live for 5 s more.
+    const expiresAt = new Date(Date.now() + 5000);
+    await leases(pair.destinationClient).updateOne({ _id: id }, { $set: { 'holder.host': 'elsewhere.example', expiresAt } });
     const restarted = await startFerry(flags(id), { ...QUICK, ...long });
     try {
-      assert.ok(
-        restarted.log().some((line) => /waiting to see whether it is alive/.test(String(line.message))),
-        'it waited for the lease to expire',
-      );
       assert.equal((await restarted.progress()).state, 'RUNNING');
-      assert.equal((await leases(pair.destinationClient).findOne({ _id: id }))!.holder.pid, restarted.child.pid);
+      const taken = (await leases(pair.destinationClient).findOne({ _id: id }))! as unknown as {
+        holder: { pid: number };
+        acquiredAt: Date;
+      };
+      assert.equal(taken.holder.pid, restarted.child.pid);
+      // Same machine, same clock: taken at its expiry or after, never while the holder could still be alive.
+      assert.ok(
+        taken.acquiredAt.getTime() >= expiresAt.getTime(),
+        `taken at ${taken.acquiredAt.toISOString()}, expiring ${expiresAt.toISOString()}`,
+      );
+      if (restarted.log().some((line) => line.message === 'Ferry starting' && Date.parse(String(line.time)) < expiresAt.getTime())) {
+        assert.ok(
+          restarted.log().some((line) => /waiting to see whether it is alive/.test(String(line.message))),
+          'started before the expiry, it waited for it',
+        );
+      }
     } finally {
       assert.equal(await restarted.stop(), 0);
     }

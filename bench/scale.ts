@@ -8,21 +8,34 @@
  *   npm run bench:scale -- [--sizes 50,200,800] [--seed 1] [--loadLevel 3] [--ferryEnv NAME=value] [--baseline]
  *                           [--out bench/results]
  *
- * `--baseline` also copies each size with the baseline copier. Writes `<out>/scale.json`.
+ * `--baseline` also copies each size with the baseline copier.
+ *
+ * The namespaces axis (`--namespaces 1000,10000`, `none` to skip; `--sizes none` skips the sizes)
+ * copies sources of that many one-document collections, each with `--indexesPerCollection`
+ * secondary indexes (default 1: 10,000 collections carry 10,000 secondary indexes), and times
+ * Ferry from `start` to `canCommit`, as an operator waits for it. Planning, destination
+ * preparation, index builds and progress must grow linearly with the namespaces: the growth of
+ * time against the growth of namespaces says whether they do. Writes `<out>/scale.json`.
  */
 import { Command } from 'commander';
 import { generateDataset } from '../scripts/generate.js';
+import { InvalidArgumentError } from 'commander';
 import { integer, positiveInteger, positiveNumberList, environmentEntry } from '../scripts/lib/cli-numbers.js';
 import { runIfEntryPoint } from '../scripts/lib/entry-point.js';
 import { spawnCluster } from '../test/cluster/index.js';
 import { copyWorkload, describeMeasurement, measureBaselineCopy, measureFerryCopy, type CopyMeasurement } from './lib/copy-runs.js';
+import { fillNamespaces } from './lib/namespaces.js';
 import { UsageSampler } from './lib/process-usage.js';
 import { DEFAULT_RESULTS_DIR, MiB, round, writeResult } from './lib/results.js';
 
 /** Options of `runScaleBenchmark`. */
 export interface ScaleBenchmarkOptions {
-  /** Data sizes to copy, MiB, smallest first. Default [50, 200, 800]. */
+  /** Data sizes to copy, MiB, smallest first. Default [50, 200, 800]; empty skips the sizes. */
   sizes?: number[];
+  /** Numbers of one-document collections to sync until `canCommit`. Default [1000, 10000]; empty skips them. */
+  namespaces?: number[];
+  /** Secondary indexes on each collection of the namespaces axis. Default 1. */
+  indexesPerCollection?: number;
   /** Generator seed. Default 1. */
   seed?: number;
   /** Ferry's `--loadLevel`. Default: Ferry's default. */
@@ -56,26 +69,49 @@ export interface Growth {
   peakRss: number;
 }
 
+/** One point of the namespaces axis: Ferry from `start` to `canCommit`. */
+export interface NamespacePoint {
+  collections: number;
+  indexes: number;
+  ferry: CopyMeasurement;
+}
+
+/** How the namespaces axis grows from its first point to its last. */
+export interface NamespaceGrowth {
+  /** Largest number of collections ÷ smallest. */
+  namespaces: number;
+  time: number;
+  cpu: number;
+  /** Time grows at most 1.2× as fast as the namespaces (×10 collections in ≤ ×12 time). */
+  linear: boolean;
+}
+
 export interface ScaleBenchmarkResult {
   sizes: number[];
   points: ScalePoint[];
-  /** Ferry's growth from the smallest size to the largest. */
-  ferryGrowth: Growth;
+  /** Ferry's growth from the smallest size to the largest (absent without sizes). */
+  ferryGrowth?: Growth;
   /** Ferry's peak RSS at each size, MiB. */
   ferryPeakRssMB: number[];
   /** Ferry's peak RSS stays within 25% of the smallest size's while the data grows. */
-  ferryMemoryFlat: boolean;
+  ferryMemoryFlat?: boolean;
+  namespacePoints: NamespacePoint[];
+  namespaceGrowth?: NamespaceGrowth;
 }
+
+const ratio = (a: number, b: number) => round(b / a);
 
 /** Peak RSS may wobble (GC timing, batch sizes); more than this over the smallest size is growth. */
 const FLAT_TOLERANCE = 1.25;
 
 export async function runScaleBenchmark(options: ScaleBenchmarkOptions = {}): Promise<ScaleBenchmarkResult & { path: string }> {
   const sizes = [...(options.sizes ?? [50, 200, 800])].sort((a, b) => a - b);
+  const namespaces = [...(options.namespaces ?? [1000, 10000])].sort((a, b) => a - b);
   const print = options.print ?? ((line: string) => console.log(line));
   const ferryFlags = options.loadLevel === undefined ? [] : ['--loadLevel', String(options.loadLevel)];
   const sampler = new UsageSampler();
   const points: ScalePoint[] = [];
+  const namespacePoints: NamespacePoint[] = [];
   try {
     for (const sizeMB of sizes) {
       const source = await spawnCluster();
@@ -99,39 +135,93 @@ export async function runScaleBenchmark(options: ScaleBenchmarkOptions = {}): Pr
         await source.stop();
       }
     }
+    for (const collections of namespaces) namespacePoints.push(await measureNamespaces(collections, options, sampler, ferryFlags, print));
   } finally {
     sampler.close();
   }
-  const first = points[0]!;
-  const last = points.at(-1)!;
-  const ratio = (a: number, b: number) => round(b / a);
-  const ferryGrowth: Growth = {
-    data: ratio(first.bytes, last.bytes),
-    time: ratio(first.ferry.seconds, last.ferry.seconds),
-    cpu: ratio(first.ferry.cpuSeconds, last.ferry.cpuSeconds),
-    peakRss: ratio(first.ferry.peakRssMB, last.ferry.peakRssMB),
-  };
-  const ferryPeakRssMB = points.map((p) => p.ferry.peakRssMB);
-  const result: ScaleBenchmarkResult = {
-    sizes,
-    points,
-    ferryGrowth,
-    ferryPeakRssMB,
-    ferryMemoryFlat: Math.max(...ferryPeakRssMB) <= first.ferry.peakRssMB * FLAT_TOLERANCE,
-  };
+  const result: ScaleBenchmarkResult = { sizes, points, ferryPeakRssMB: points.map((p) => p.ferry.peakRssMB), namespacePoints };
+  if (points.length > 0) {
+    const first = points[0]!;
+    const last = points.at(-1)!;
+    result.ferryGrowth = {
+      data: ratio(first.bytes, last.bytes),
+      time: ratio(first.ferry.seconds, last.ferry.seconds),
+      cpu: ratio(first.ferry.cpuSeconds, last.ferry.cpuSeconds),
+      peakRss: ratio(first.ferry.peakRssMB, last.ferry.peakRssMB),
+    };
+    result.ferryMemoryFlat = Math.max(...result.ferryPeakRssMB) <= first.ferry.peakRssMB * FLAT_TOLERANCE;
+    print(
+      `from ${first.sizeMB} to ${last.sizeMB} MB (data ×${result.ferryGrowth.data}): Ferry time ×${result.ferryGrowth.time}, ` +
+        `CPU ×${result.ferryGrowth.cpu}, peak RSS ×${result.ferryGrowth.peakRss} (${result.ferryPeakRssMB.join(' → ')} MB, ` +
+        `${result.ferryMemoryFlat ? 'flat' : 'GROWING'})`,
+    );
+  }
+  if (namespacePoints.length > 1) {
+    const first = namespacePoints[0]!;
+    const last = namespacePoints.at(-1)!;
+    const growth = ratio(first.collections, last.collections);
+    const time = ratio(first.ferry.seconds, last.ferry.seconds);
+    result.namespaceGrowth = {
+      namespaces: growth,
+      time,
+      cpu: ratio(first.ferry.cpuSeconds, last.ferry.cpuSeconds),
+      linear: time <= growth * 1.2,
+    };
+    print(
+      `from ${first.collections} to ${last.collections} collections (×${growth}): time to canCommit ×${time}, ` +
+        `CPU ×${result.namespaceGrowth.cpu} (${result.namespaceGrowth.linear ? 'linear' : 'FASTER THAN LINEAR'})`,
+    );
+  }
   const path = writeResult(options.out ?? DEFAULT_RESULTS_DIR, 'scale', result);
-  print(
-    `from ${first.sizeMB} to ${last.sizeMB} MB (data ×${ferryGrowth.data}): Ferry time ×${ferryGrowth.time}, CPU ×${ferryGrowth.cpu}, ` +
-      `peak RSS ×${ferryGrowth.peakRss} (${ferryPeakRssMB.join(' → ')} MB, ${result.ferryMemoryFlat ? 'flat' : 'GROWING'}) → ${path}`,
-  );
+  print(`→ ${path}`);
   return { ...result, path };
+}
+
+/** A source of `collections` one-document collections, synced by Ferry into a fresh destination until `canCommit`. */
+async function measureNamespaces(
+  collections: number,
+  options: ScaleBenchmarkOptions,
+  sampler: UsageSampler,
+  ferryFlags: string[],
+  print: (line: string) => void,
+): Promise<NamespacePoint> {
+  const source = await spawnCluster();
+  try {
+    sampler.watch('source', source.pid);
+    const indexesPerCollection = options.indexesPerCollection ?? 1;
+    const filling = performance.now();
+    const workload = await fillNamespaces(source.uri, { collections, indexesPerCollection });
+    print(
+      `${collections} collections, ${collections * indexesPerCollection} secondary indexes ` +
+        `(filled in ${((performance.now() - filling) / 1000).toFixed(1)} s)`,
+    );
+    const run = { source, workload, sampler, ferryFlags, until: 'canCommit' as const, timeoutMs: 60 * 60_000 };
+    const ferry = await measureFerryCopy({ ...run, ...(options.ferryEnv === undefined ? {} : { ferryEnv: options.ferryEnv }) });
+    print(`  start → canCommit ${describeMeasurement(ferry)}`);
+    return { collections, indexes: collections * (indexesPerCollection + 1), ferry };
+  } finally {
+    sampler.forget('source');
+    await source.stop();
+  }
+}
+
+/** `--sizes`/`--namespaces`: a comma-separated list, or `none`. */
+function listOrNone(value: string): number[] {
+  if (value.trim() === 'none') return [];
+  try {
+    return positiveNumberList(value);
+  } catch {
+    throw new InvalidArgumentError('must be a comma-separated list of positive numbers, or none');
+  }
 }
 
 async function main(argv: string[]): Promise<void> {
   const flags = new Command()
     .name('bench:scale')
     .description("How Ferry's copy time, CPU and memory grow with the data")
-    .option('--sizes <list>', 'data sizes, MiB, comma-separated', positiveNumberList, [50, 200, 800])
+    .option('--sizes <list>', 'data sizes, MiB, comma-separated, or none', listOrNone, [50, 200, 800])
+    .option('--namespaces <list>', 'numbers of one-document collections, comma-separated, or none', listOrNone, [1000, 10000])
+    .option('--indexesPerCollection <n>', 'secondary indexes on each collection of the namespaces axis', integer, 1)
     .option('--seed <n>', 'generator seed', integer, 1)
     .option('--loadLevel <n>', "Ferry's --loadLevel (default: Ferry's default)", positiveInteger)
     .option('--ferryEnv <NAME=value>', 'environment variable for the ferry process (repeatable)', environmentEntry)

@@ -89,6 +89,8 @@ export interface CopyRunOptions {
   destinationCpuProfileDir?: string;
   /** Extra environment of the ferry process (tuning variables such as `FERRY_COPY_WRITE_PATH`). Default none. */
   ferryEnv?: Record<string, string>;
+  /** Where Ferry's clock stops: the copy complete (indexes built), or `canCommit` as an operator waits for it. Default `copy`. */
+  until?: 'copy' | 'canCommit';
 }
 
 const BASELINE_MAIN = fileURLToPath(new URL('../baseline-copier.js', import.meta.url));
@@ -178,8 +180,9 @@ export function measureFerryCopy(options: CopyRunOptions): Promise<CopyMeasureme
       const result = await measureCopy('ferry', ferry.child.pid!, options, destination.uri, async () => {
         const reply = await ferry.post('start', { source: 'cluster0', destination: 'cluster1' });
         if (reply.status !== 200) throw new Error(`ferry refused start: ${JSON.stringify(reply.body)}`);
-        await watchProgress(ferry, copyFinished, {
-          what: 'the copy to complete',
+        const canCommit = options.until === 'canCommit';
+        await watchProgress(ferry, canCommit ? (progress) => progress.canCommit === true : copyFinished, {
+          what: canCommit ? 'canCommit' : 'the copy to complete',
           timeoutMs: options.timeoutMs ?? 30 * 60_000,
           intervalMs: 100,
         });

@@ -75,8 +75,11 @@ export interface SyncSettings {
 /** Collections whose indexes are built at once (one `createIndexes` each). */
 export const INDEX_BUILD_PARALLELISM = 2;
 
-/** Collections measured and sampled at once while planning. */
-export const PLANNING_PARALLELISM = 4;
+/** Collections created, measured and sampled at once while planning (each waits on a round trip). */
+export const PLANNING_PARALLELISM = 8;
+
+/** Collections whose planning records are written together (a crash redoes at most this many). */
+export const PLANNING_CHUNK = 500;
 
 export function syncSettings(options: FerryOptions): SyncSettings {
   const maxBatchBytes = Math.min(options.batchBytes, MAX_BSON_OBJECT_BYTES);

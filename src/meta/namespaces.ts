@@ -156,6 +156,18 @@ export class NamespaceRecords extends InstanceCollection<NamespaceDocument> {
     await this.collection.deleteOne(this.#key(ns));
   }
 
+  /** Records a step as done for many namespaces in one round trip, with each one's extra fields. */
+  async markManyDone(
+    entries: readonly { record: { db: string; coll: string }; extra?: Partial<Pick<NamespaceDocument, 'sourceCount' | 'sourceBytes'>> }[],
+    step: NamespaceStep,
+  ): Promise<void> {
+    if (entries.length === 0) return;
+    await this.collection.bulkWrite(
+      entries.map(({ record, extra }) => ({ updateOne: { filter: this.#key(record), update: { $set: { [step]: true, ...extra } } } })),
+      { ordered: false },
+    );
+  }
+
   /** Records a step as done, with extra fields (e.g. sizes found when partitioning). */
   async markDone(
     record: { db: string; coll: string },

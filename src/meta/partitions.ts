@@ -101,30 +101,42 @@ export class PartitionTable extends InstanceCollection<PartitionDocument> {
     super(store, 'partitions');
   }
 
-  /** Replaces the partitions of one collection with a fresh plan. */
-  async writePlan(ns: { db: string; coll: string; uuid?: Binary }, planned: readonly PlannedPartition[]): Promise<void> {
-    const name = `${ns.db}.${ns.coll}`;
+  /**
+   * Writes the plans of several collections in one insert. None of them may have partitions
+   * recorded: planning clears what a crash may have left of unfinished plans once, for every
+   * collection at a time (`deleteOfNamespaces`), instead of one delete per collection, each
+   * scanning the whole table.
+   */
+  async writePlans(
+    plans: readonly { ns: { db: string; coll: string; uuid?: Binary }; partitions: readonly PlannedPartition[] }[],
+  ): Promise<void> {
     const instance = this.instance;
-    await this.collection.deleteMany({ instance, db: ns.db, coll: ns.coll });
     const now = new Date();
-    const docs = planned.map((partition, index): PartitionDocument => {
-      const doc: PartitionDocument = {
-        _id: { instance, ns: name, index },
-        instance,
-        db: ns.db,
-        coll: ns.coll,
-        ...partition,
-        status: 'not started',
-        copiedDocs: 0,
-        copiedBytes: 0,
-        attempts: 0,
-        attemptLog: [],
-        updatedAt: now,
-      };
-      if (ns.uuid !== undefined) doc.uuid = ns.uuid;
-      return doc;
-    });
+    const docs = plans.flatMap(({ ns, partitions }) =>
+      partitions.map((partition, index): PartitionDocument => {
+        const doc: PartitionDocument = {
+          _id: { instance, ns: `${ns.db}.${ns.coll}`, index },
+          instance,
+          db: ns.db,
+          coll: ns.coll,
+          ...partition,
+          status: 'not started',
+          copiedDocs: 0,
+          copiedBytes: 0,
+          attempts: 0,
+          attemptLog: [],
+          updatedAt: now,
+        };
+        if (ns.uuid !== undefined) doc.uuid = ns.uuid;
+        return doc;
+      }),
+    );
     if (docs.length > 0) await this.collection.insertMany(docs, { ordered: false });
+  }
+
+  /** Removes this instance's partitions of the namespaces named (`db.coll`), in one delete. */
+  async deleteOfNamespaces(names: readonly string[]): Promise<void> {
+    if (names.length > 0) await this.collection.deleteMany({ instance: this.instance, '_id.ns': { $in: [...names] } });
   }
 
   /** Removes every partition of this instance. */

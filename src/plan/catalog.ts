@@ -12,7 +12,9 @@ import type { Namespace } from '../domain/namespaces.js';
 import type { StartRequest } from '../domain/start-request.js';
 import type { Logger } from '../log/logger.js';
 import type { NamespaceRecord } from '../meta/namespaces.js';
+import { PLANNING_PARALLELISM } from '../config/settings.js';
 import { createPlan } from './collection-options.js';
+import { forEachBounded } from './for-each-bounded.js';
 import { indexesToBuild } from './indexes.js';
 import type { NamespaceSelector } from './namespaces.js';
 
@@ -45,17 +47,23 @@ export async function readSourceCatalog(client: MongoClient, selector: Namespace
         continue;
       }
       const namespace: SourceNamespace = { db, coll: entry.name, type, options: entry.options, indexes: [] };
-      if (type === 'collection') {
-        if (entry.uuid !== undefined) namespace.uuid = entry.uuid;
-        const indexes = await listIndexSpecs(client, namespace);
-        // Dropped since it was listed (after T0): change-event application replays the drop.
-        if (indexes === undefined) continue;
-        namespace.indexes = indexes;
-      }
+      if (type === 'collection' && entry.uuid !== undefined) namespace.uuid = entry.uuid;
       found.push(namespace);
     }
   }
-  return found;
+  // One listIndexes round trip per collection: several at once.
+  const dropped = new Set<SourceNamespace>();
+  await forEachBounded(
+    found.filter((namespace) => namespace.type === 'collection'),
+    PLANNING_PARALLELISM,
+    async (namespace) => {
+      const indexes = await listIndexSpecs(client, namespace);
+      // Dropped since it was listed (after T0): change-event application replays the drop.
+      if (indexes === undefined) dropped.add(namespace);
+      else namespace.indexes = indexes;
+    },
+  );
+  return dropped.size === 0 ? found : found.filter((namespace) => !dropped.has(namespace));
 }
 
 /** One namespace as the source has it now; undefined when the source has no such namespace. */

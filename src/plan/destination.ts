@@ -60,20 +60,3 @@ export async function buildIndex(client: MongoClient, ns: Namespace, plan: Index
     await createIndexes(client, ns, [plan.temporary]);
   }
 }
-
-/** Runs `task` over `items` with at most `parallelism` at once; rejects with the first failure. */
-export async function forEachBounded<T>(items: readonly T[], parallelism: number, task: (item: T) => Promise<void>): Promise<void> {
-  const queue = [...items];
-  let failure: unknown;
-  const lane = async () => {
-    for (let item = queue.shift(); item !== undefined && failure === undefined; item = queue.shift()) {
-      try {
-        await task(item);
-      } catch (error) {
-        failure ??= error;
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: Math.max(1, Math.min(parallelism, queue.length)) }, lane));
-  if (failure !== undefined) throw failure;
-}

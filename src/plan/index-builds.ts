@@ -10,7 +10,8 @@ import { namespaceOf } from '../domain/namespaces.js';
 import type { SyncSnapshot } from '../domain/sync-control.js';
 import type { Logger } from '../log/logger.js';
 import type { NamespaceRecord, NamespaceRecords } from '../meta/namespaces.js';
-import { buildIndexesOnDestination, forEachBounded } from './destination.js';
+import { buildIndexesOnDestination } from './destination.js';
+import { forEachBounded } from './for-each-bounded.js';
 
 type IndexBuilding = NonNullable<SyncSnapshot['indexBuilding']>;
 

@@ -8,7 +8,7 @@
  * built. Then the sync enters `copying`.
  */
 import { isNamespaceNotFound } from '../cluster/errors.js';
-import { PLANNING_PARALLELISM } from '../config/settings.js';
+import { PLANNING_CHUNK, PLANNING_PARALLELISM } from '../config/settings.js';
 import { indexBuildTime } from '../domain/catalog.js';
 import { namespaceOf } from '../domain/namespaces.js';
 import { NamespaceRecords, type NamespaceRecord } from '../meta/namespaces.js';
@@ -16,8 +16,9 @@ import { PartitionTable } from '../meta/partitions.js';
 import { ResumeStore } from '../meta/resume.js';
 import type { Phase, PhaseOutcome, PhaseStatus, SyncContext } from '../phase/contract.js';
 import { namespaceRecord, readSourceCatalog } from './catalog.js';
-import { planCollectionCopy } from './copy-plan.js';
-import { createOnDestination, forEachBounded } from './destination.js';
+import { planCollectionCopy, type CollectionCopyPlan } from './copy-plan.js';
+import { createOnDestination } from './destination.js';
+import { forEachBounded } from './for-each-bounded.js';
 import { buildPendingIndexes, IndexBuildProgress } from './index-builds.js';
 import { selectorFor } from './namespaces.js';
 
@@ -68,20 +69,31 @@ export class Planning implements Phase {
       logger.info({ namespaces: catalog.length }, `Source catalog recorded: ${catalog.length} namespace(s)`);
     }
     const records = await this.#namespaces.list();
-    // Collections before views, so a view's source exists when the view is created.
-    const ordered = [...records.filter((r) => r.type === 'collection'), ...records.filter((r) => r.type === 'view')];
-    for (const record of ordered) {
-      if (this.#stopping) return 'stopped';
-      if (record.created) continue;
-      await createOnDestination(destination.client, record);
-      await this.#namespaces.markDone(record, 'created');
+    // Each step waits on a cluster round trip per namespace: several namespaces at once, and their
+    // records written a chunk at a time, so that thousands of small collections are planned in
+    // seconds, not minutes. A chunk's records are written once all of it is done: a crash redoes
+    // at most one chunk, and each step can be redone.
+    const collections = records.filter((r) => r.type === 'collection' && !r.created);
+    for (let at = 0; at < collections.length && !this.#stopping; at += PLANNING_CHUNK) {
+      const chunk = collections.slice(at, at + PLANNING_CHUNK);
+      await forEachBounded(chunk, PLANNING_PARALLELISM, (record) => createOnDestination(destination.client, record));
+      await this.#namespaces.markManyDone(
+        chunk.map((record) => ({ record })),
+        'created',
+      );
     }
-    // Measuring and sampling wait on the source: several collections at once.
-    await forEachBounded(
-      records.filter((record) => !record.partitioned),
-      PLANNING_PARALLELISM,
-      (record) => this.#partition(record, settings.partitionBytes),
-    );
+    // Views after every collection and one at a time, in namespace order, so a view's source exists when it is created.
+    for (const view of records.filter((r) => r.type === 'view' && !r.created)) {
+      if (this.#stopping) break;
+      await createOnDestination(destination.client, view);
+      await this.#namespaces.markDone(view, 'created');
+    }
+    const unplanned = records.filter((record) => !record.partitioned);
+    // A crash may have left part of a plan of these: cleared at once, so each plan is written whole.
+    await this.#partitions.deleteOfNamespaces(unplanned.map(namespaceOf));
+    for (let at = 0; at < unplanned.length && !this.#stopping; at += PLANNING_CHUNK) {
+      await this.#partitionChunk(unplanned.slice(at, at + PLANNING_CHUNK), settings.partitionBytes);
+    }
     if (this.#stopping) return 'stopped';
     if (buildTime === 'beforeCopy') {
       this.#indexes.count(records);
@@ -93,22 +105,28 @@ export class Planning implements Phase {
     return 'done';
   }
 
-  /** Measures, samples and splits one collection into partitions, recorded. */
-  async #partition(record: NamespaceRecord, partitionBytes: number): Promise<void> {
-    if (this.#stopping) return;
+  /** Measures, samples and splits collections into partitions (several at once); records their plans together. */
+  async #partitionChunk(chunk: readonly NamespaceRecord[], partitionBytes: number): Promise<void> {
     const { source, logger } = this.#context;
-    const collection = source.client.db(record.db).collection(record.coll);
-    const plan = await planCollectionCopy(collection, record.sourceOptions, partitionBytes).catch((error: unknown) => {
-      if (!isNamespaceNotFound(error)) throw error;
-      // Dropped or renamed since the catalog was read (after T0): nothing to copy; change-event application replays it.
-      logger.info(
-        { ns: namespaceOf(record) },
-        `${namespaceOf(record)} is gone from the source since the catalog was read; nothing to copy`,
-      );
-      return { stats: { count: 0, size: 0 }, partitions: [] };
+    const planned: { record: NamespaceRecord; plan: CollectionCopyPlan }[] = [];
+    await forEachBounded(chunk, PLANNING_PARALLELISM, async (record) => {
+      const collection = source.client.db(record.db).collection(record.coll);
+      const plan = await planCollectionCopy(collection, record.sourceOptions, partitionBytes).catch((error: unknown) => {
+        if (!isNamespaceNotFound(error)) throw error;
+        // Dropped or renamed since the catalog was read (after T0): nothing to copy; change-event application replays it.
+        logger.info(
+          { ns: namespaceOf(record) },
+          `${namespaceOf(record)} is gone from the source since the catalog was read; nothing to copy`,
+        );
+        return { stats: { count: 0, size: 0 }, partitions: [] };
+      });
+      planned.push({ record, plan });
+      logger.debug({ ns: namespaceOf(record), partitions: plan.partitions.length, bytes: plan.stats.size }, 'Collection planned');
     });
-    await this.#partitions.writePlan(record, plan.partitions);
-    await this.#namespaces.markDone(record, 'partitioned', { sourceCount: plan.stats.count, sourceBytes: plan.stats.size });
-    logger.debug({ ns: namespaceOf(record), partitions: plan.partitions.length, bytes: plan.stats.size }, 'Collection planned');
+    await this.#partitions.writePlans(planned.map(({ record, plan }) => ({ ns: record, partitions: plan.partitions })));
+    await this.#namespaces.markManyDone(
+      planned.map(({ record, plan }) => ({ record, extra: { sourceCount: plan.stats.count, sourceBytes: plan.stats.size } })),
+      'partitioned',
+    );
   }
 }

@@ -103,6 +103,7 @@ async function begin(target: SyncTarget, id: string, ferryVersion: string): Prom
   const { request, source, destination, store, resume } = target;
   await refuseSameCluster(target);
   await on(destination, 'clearing metadata an earlier sync with this id left', store.forgetInstance());
+  await on(destination, 'indexing the metadata', store.ensureIndexes());
   const startAtOperationTime = await on(source, 'appendOplogNote (taking the start time)', appendOplogNote(source, 'sync start', id));
   const blockDestination = blocksDestination(request.enableUserWriteBlocking);
   if (blockDestination) {

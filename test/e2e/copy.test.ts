@@ -120,6 +120,12 @@ describe('initial copy of a filtered sync, end to end', () => {
       ['natural'],
     );
 
+    // Ferry reads these by instance: each is indexed on it (10,000 namespaces stay one index range).
+    for (const name of ['namespaces', 'partitions', 'tombstones']) {
+      const keys = (await meta.collection(name).listIndexes().toArray()).map((index) => index.key);
+      assert.deepEqual(keys, [{ _id: 1 }, { instance: 1 }], name);
+    }
+
     const namespaces = await meta.collection('namespaces').find({ instance: ID }).toArray();
     const capped = namespaces.find((n) => n.coll === 'capped')!;
     assert.deepEqual(capped.capped, { size: 256 * 1024, max: 100 });

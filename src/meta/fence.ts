@@ -17,13 +17,17 @@
  * epoch they were started with (`fixedFence`).
  */
 import type {
+  AnyBulkWriteOperation,
   BulkWriteOptions,
+  BulkWriteResult,
+  CreateIndexesOptions,
   Collection,
   DeleteOptions,
   DeleteResult,
   Document,
   Filter,
   FindOptions,
+  IndexSpecification,
   InsertManyResult,
   InsertOneOptions,
   InsertOneResult,
@@ -186,6 +190,39 @@ export class FencedCollection<T extends Document> {
   async deleteOne(filter: Filter<T>, options?: DeleteOptions): Promise<DeleteResult> {
     const epoch = await this.#epoch();
     return this.raw.deleteOne(this.#fenced(filter, epoch), options);
+  }
+
+  /**
+   * Several writes in one round trip, each fenced as its single form is (updateOne, insertOne,
+   * deleteOne, deleteMany). Updates that matched nothing because a newer holder wrote their
+   * documents are LeaseLost.
+   */
+  async bulkWrite(operations: readonly AnyBulkWriteOperation<T>[], options?: BulkWriteOptions): Promise<BulkWriteResult> {
+    const epoch = await this.#epoch();
+    const updates: Filter<T>[] = [];
+    const fenced = operations.map((operation): AnyBulkWriteOperation<T> => {
+      if ('updateOne' in operation) {
+        const { filter, update, ...rest } = operation.updateOne;
+        if (rest.upsert !== true) updates.push(filter);
+        const stamped = this.#stamps ? stampUpdate(update as UpdateFilter<Document>, epoch) : update;
+        return { updateOne: { ...rest, filter: this.#fenced(filter, epoch), update: stamped as UpdateFilter<T> } };
+      }
+      if ('insertOne' in operation) return { insertOne: { document: this.#stamped(operation.insertOne.document, epoch) } };
+      if ('deleteOne' in operation)
+        return { deleteOne: { ...operation.deleteOne, filter: this.#fenced(operation.deleteOne.filter, epoch) } };
+      if ('deleteMany' in operation)
+        return { deleteMany: { ...operation.deleteMany, filter: this.#fenced(operation.deleteMany.filter, epoch) } };
+      throw new InternalError(`a fenced bulk write of ${Object.keys(operation).join(', ')} is not supported`);
+    });
+    const result = await this.raw.bulkWrite(fenced, options);
+    if (this.#stamps && result.matchedCount < updates.length) await this.#explain({ $or: updates } as Filter<T>, epoch);
+    return result;
+  }
+
+  /** Creates an index of the metadata collection (no document is written): only while the lease is held. */
+  async createIndex(spec: IndexSpecification, options?: CreateIndexesOptions): Promise<string> {
+    await this.fence.ensure();
+    return this.raw.createIndex(spec, options);
   }
 
   async deleteMany(filter: Filter<T>, options?: DeleteOptions): Promise<DeleteResult> {

@@ -21,7 +21,8 @@ it('a SIGKILL while planning 1,200 collections: after a restart each is planned 
   const source = clusters.source.db(db);
   let next = 0;
   const lane = async () => {
-    for (let i = next++; i < COLLECTIONS; i = next++) await source.collection<{ _id: number; n: number }>(`c${i}`).insertOne({ _id: i, n: i });
+    for (let i = next++; i < COLLECTIONS; i = next++)
+      await source.collection<{ _id: number; n: number }>(`c${i}`).insertOne({ _id: i, n: i });
   };
   await Promise.all(Array.from({ length: 16 }, lane));
 

@@ -113,12 +113,6 @@ describe('the lease of a sync', { skip: LOCAL_ONLY }, () => {
         taken.acquiredAt.getTime() >= expiresAt.getTime(),
         `taken at ${taken.acquiredAt.toISOString()}, expiring ${expiresAt.toISOString()}`,
       );
-      if (restarted.log().some((line) => line.message === 'Ferry starting' && Date.parse(String(line.time)) < expiresAt.getTime())) {
-        assert.ok(
-          restarted.log().some((line) => /waiting to see whether it is alive/.test(String(line.message))),
-          'started before the expiry, it waited for it',
-        );
-      }
     } finally {
       assert.equal(await restarted.stop(), 0);
     }

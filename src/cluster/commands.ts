@@ -116,6 +116,10 @@ export interface HelloReply {
   msg?: string;
   /** The replica set's name, from a member. */
   setName?: string;
+  /** The replica set's members as its configuration names them (the same through any member or any name of it). */
+  hosts?: string[];
+  /** The answering server process (`topologyVersion.processId`, hex): the same only for the same process. */
+  processId?: string;
   maxMessageSizeBytes?: number;
   maxWriteBatchSize?: number;
 }
@@ -127,6 +131,9 @@ export async function hello(client: MongoClient): Promise<HelloReply> {
   const typed: HelloReply = {};
   if (typeof reply.msg === 'string') typed.msg = reply.msg;
   if (typeof reply.setName === 'string') typed.setName = reply.setName;
+  if (Array.isArray(reply.hosts)) typed.hosts = reply.hosts.map(String);
+  const processId = (reply.topologyVersion as { processId?: { toHexString?: () => string } } | undefined)?.processId;
+  if (typeof processId?.toHexString === 'function') typed.processId = processId.toHexString();
   if (typeof reply.maxMessageSizeBytes === 'number') typed.maxMessageSizeBytes = reply.maxMessageSizeBytes;
   if (typeof reply.maxWriteBatchSize === 'number') typed.maxWriteBatchSize = reply.maxWriteBatchSize;
   return typed;
@@ -137,6 +144,33 @@ export function topologyOf(reply: HelloReply): Topology {
   if (reply.msg === 'isdbgrid') return 'sharded';
   if (typeof reply.setName === 'string') return 'replicaSet';
   return 'standalone';
+}
+
+/**
+ * Whether two `hello` replies come from the same cluster, by what the cluster says of itself (never
+ * by the connection strings, which can name one cluster in many ways): the same server process,
+ * or the same replica set (same name, and members in common: two sets may share a name, not a
+ * member). Two mongos routers of one sharded cluster answer neither: `clusterId` tells them apart.
+ */
+export function sameCluster(a: HelloReply, b: HelloReply): boolean {
+  if (a.processId !== undefined && a.processId === b.processId) return true;
+  if (a.setName === undefined || a.setName !== b.setName) return false;
+  const members = new Set(a.hosts ?? []);
+  return (b.hosts ?? []).some((host) => members.has(host));
+}
+
+/**
+ * A sharded cluster's id (`config.version`'s `clusterId`, set when the cluster was created), or
+ * undefined when it cannot be read (not a sharded cluster, or not allowed).
+ */
+export async function shardedClusterId(client: MongoClient): Promise<string | undefined> {
+  try {
+    const version = await client.db('config').collection('version').findOne({});
+    const id = version?.clusterId as { toHexString?: () => string } | undefined;
+    return typeof id?.toHexString === 'function' ? id.toHexString() : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** Names of the cluster's databases. */

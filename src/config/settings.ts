@@ -83,6 +83,16 @@ export interface SyncSettings {
   randomIdMinBytes: number;
   /** `--hotDocIDs`: documents whose events are not applied; the commit copies them (src/domain/hot-documents.ts). */
   hotDocuments: HotDocuments[];
+  /** How long the sync's lease lasts without renewal (`FERRY_LEASE_DURATION_MS`). */
+  leaseDurationMs: number;
+  /** How often the destination is checked for changes Ferry did not make (`FERRY_GUARD_INTERVAL_MS`). */
+  guardIntervalMs: number;
+  health: {
+    /** How often each cluster is pinged (`FERRY_HEALTH_INTERVAL_MS`). */
+    intervalMs: number;
+    /** How long a ping may go unanswered before the cluster counts as unreachable. */
+    timeoutMs: number;
+  };
 }
 
 /** Collections whose indexes are built at once (one `createIndexes` each). */
@@ -128,5 +138,8 @@ export function syncSettings(options: FerryOptions): SyncSettings {
     oplogCheckIntervalMs: options.oplogCheckIntervalMs,
     randomIdMinBytes: options.randomIdMinBytes,
     hotDocuments: checkHotDocuments(options.hotDocIDs ?? []),
+    leaseDurationMs: options.leaseDurationMs,
+    guardIntervalMs: options.guardIntervalMs,
+    health: { intervalMs: options.healthIntervalMs, timeoutMs: Math.max(1000, Math.round(options.healthIntervalMs * 2.5)) },
   };
 }

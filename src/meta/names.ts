@@ -13,6 +13,11 @@
  *   still write them back (see src/cea/tombstones.ts).
  * - `commit`: one document per instance: the commit point and each commit step done (see
  *   src/commit/commit-record.ts).
+ * - `leases`: one document per instance: which process runs its sync, and the epoch every
+ *   metadata write of that process carries (see lease.ts and fence.ts). Kept when a new sync
+ *   starts with the same id, so epochs only grow.
+ * - `guard`: one document per instance: what Ferry knows of the destination's catalog, to notice
+ *   changes it did not make (see src/guard/).
  * - `wayBack`: one document per instance, on both clusters of a committed reversible sync: where
  *   a reverse starts applying (the destination's time when it became writable) and which cluster
  *   blocks user writes (see way-back.ts).
@@ -24,5 +29,7 @@ export const METADATA_COLLECTIONS = Object.freeze({
   changeStream: 'changeStream',
   tombstones: 'tombstones',
   commit: 'commit',
+  leases: 'leases',
+  guard: 'guard',
   wayBack: 'wayBack',
 });

@@ -109,6 +109,11 @@ export interface ReverseContext {
   committed: MetadataStore;
   /** `ResumeDocument.reversals` of the committed sync. */
   reversals: number;
+  /**
+   * Takes the reversed sync's lease on its destination (src/meta/lease.ts): `begin` calls it once
+   * every check passed, before its first write there, so that a refused reverse writes nothing.
+   */
+  takeLease(): Promise<void>;
   ferryVersion: string;
   settings: SyncSettings;
   logger: Logger;
@@ -131,6 +136,25 @@ export interface SyncContext {
   syncPhase(): SyncPhase;
   /** Records that the initial copy enters `phase`, then tells every phase (`onSyncPhase`). */
   enterSyncPhase(phase: SyncPhase): Promise<void>;
+  /** Since when the source or the destination has not answered, if one does not now (src/cluster/health.ts): lag counts it. */
+  clusterOutageSince(): Date | undefined;
+  /**
+   * Checks that nothing but Ferry changed what it owns on the destination (src/guard/): its lease
+   * and metadata, the collections and views it created. Throws DestinationChanged (final) otherwise.
+   */
+  checkDestination(): Promise<void>;
+  /**
+   * Runs `change`, a change Ferry itself makes to the destination's catalog (creating, dropping or
+   * renaming the namespaces named; one without `coll` stands for its whole database), so that the
+   * destination's check never takes it for someone else's.
+   */
+  changingCatalog<T>(namespaces: readonly CatalogName[], change: () => Promise<T>): Promise<T>;
+}
+
+/** A namespace, or a whole database (no `coll`), whose catalog entry Ferry changes. */
+export interface CatalogName {
+  db: string;
+  coll?: string;
 }
 
 /** How commit takes change-event application over from the sync (src/commit/hand-off.ts uses it). */

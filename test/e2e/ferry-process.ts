@@ -66,6 +66,7 @@ export async function startFerry(
     return lines[0]?.pid === child.pid ? lines : [];
   };
   let port: number | undefined;
+  let host = '127.0.0.1';
   const startupDeadline = Date.now() + 30_000;
   while (port === undefined) {
     if (exited) throw new Error(`ferry exited during startup: ${stderr}`);
@@ -73,10 +74,12 @@ export async function startFerry(
       child.kill('SIGKILL');
       throw new Error(`ferry did not start listening within 30 s: ${stderr}`);
     }
-    port = ownLog().find((line) => String(line.message).startsWith('Control API listening'))?.port as number | undefined;
+    const listening = ownLog().find((line) => String(line.message).startsWith('Control API listening'));
+    port = listening?.port as number | undefined;
+    if (typeof listening?.host === 'string') host = listening.host.includes(':') ? `[${listening.host}]` : listening.host;
     await pause(20);
   }
-  const base = `http://127.0.0.1:${port}`;
+  const base = `http://${host}:${port}`;
   const progress = async (): Promise<Progress> => {
     const response = await fetch(`${base}/api/v1/progress`);
     return ((await response.json()) as { progress: Progress }).progress;

@@ -105,11 +105,6 @@ describe('preflight against real clusters', () => {
     await runPreflight(REQUEST, { clusters });
   });
 
-  it("documents in Ferry's metadata database never count", async () => {
-    await destination.db(METADATA_DATABASE).collection<{ _id: string }>('resume').insertOne({ _id: 'state' });
-    await runPreflight(REQUEST, { clusters, id: 'preflight' });
-  });
-
   it("documents in Ferry's metadata database and in Atlas's __mdb_internal ones never count", async () => {
     await destination.db(METADATA_DATABASE).collection<{ _id: string }>('resume').insertOne({ _id: 'state' });
     await destination.db('__mdb_internal_search').collection<{ _id: number }>('state').insertOne({ _id: 1 });

@@ -8,11 +8,11 @@
  *   creation, indexes and the temporary changes commit must undo (see namespaces.ts).
  * - `partitions`: the copy's partition table, one document per `_id` range (see partitions.ts).
  * - `changeStream`: one document per instance: the resume token of change-event application and
- *   what it has done that a restart must know (see src/cea/checkpoint.ts).
+ *   what it has done that a restart must know (see change-stream.ts).
  * - `tombstones`: documents deleted by change-event application while the initial copy could
  *   still write them back (see src/cea/tombstones.ts).
  * - `commit`: one document per instance: the commit point and each commit step done (see
- *   src/commit/commit-record.ts).
+ *   commit.ts).
  */
 export const METADATA_COLLECTIONS = Object.freeze({
   resume: 'resume',

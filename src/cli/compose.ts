@@ -13,12 +13,14 @@ import type { Logger } from '../log/logger.js';
 import type { PhaseFactories } from '../phase/contract.js';
 import { Planning } from '../plan/planning.js';
 import { SyncOrchestrator } from '../sync/orchestrator.js';
+import { Verifier } from '../verify/verifier.js';
 
 /** The phases of a sync, in the order the sync runs them. */
 export const PHASES: PhaseFactories = {
   sequence: [(context) => new Planning(context), (context) => new InitialCopy(context)],
   changeApplication: (context) => new ChangeEventApplier(context),
   commit: (context) => new Commit(context),
+  verification: (context) => new Verifier(context),
 };
 
 /** The sync the daemon drives, typed as itself so that the daemon can serve its histograms and counters. */

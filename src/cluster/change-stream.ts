@@ -34,7 +34,8 @@ export type StreamStart = { startAfter: Document } | { startAtOperationTime: Tim
 export interface ReaderOptions {
   /** The cluster whose changes are read. */
   client: MongoClient;
-  start: StreamStart;
+  /** Where to start; absent: now (the first reply's `postBatchResumeToken` says where that is). */
+  start?: StreamStart;
   /** Events per reply at most (the server also caps a reply at 16 MiB). */
   batchSize: number;
   /** How long a `getMore` waits for events before answering with none. */
@@ -68,7 +69,7 @@ function replyTime(reply: Document): Timestamp | undefined {
 
 export class ChangeStreamReader {
   readonly #options: ReaderOptions;
-  #start: StreamStart;
+  #start: StreamStart | undefined;
   #cursor: RawCursor | undefined;
   #closed = false;
 

@@ -13,6 +13,10 @@
  *   still write them back (see src/cea/tombstones.ts).
  * - `commit`: one document per instance: the commit point and each commit step done (see
  *   commit.ts).
+ * - `verification`, `verificationPartitions`, `verificationRechecks`, `verificationMismatches`:
+ *   the embedded verifier's state (one document per instance: its streams' positions and where
+ *   its passes stand), the `_id` ranges it scans, the documents waiting to be checked again, and
+ *   the differences it found (src/verify/).
  */
 export const METADATA_COLLECTIONS = Object.freeze({
   resume: 'resume',
@@ -21,4 +25,8 @@ export const METADATA_COLLECTIONS = Object.freeze({
   changeStream: 'changeStream',
   tombstones: 'tombstones',
   commit: 'commit',
+  verification: 'verification',
+  verificationPartitions: 'verificationPartitions',
+  verificationRechecks: 'verificationRechecks',
+  verificationMismatches: 'verificationMismatches',
 });

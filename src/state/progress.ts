@@ -2,6 +2,7 @@ import { describeCluster, type ClusterEndpoint } from '../domain/clusters.js';
 import type { StartRequest } from '../domain/start-request.js';
 import type { SyncSnapshot } from '../domain/sync-control.js';
 import type { State } from '../domain/states.js';
+import type { VerificationProgress } from '../domain/verification.js';
 /**
  * The progress record of `GET /api/v1/progress`, built from in-memory state only, following the
  * spec's rules (§2.1): in IDLE every field but `state` and `canCommit` is null; in PAUSED
@@ -23,6 +24,8 @@ export interface Progress {
   directionMapping: { Source: string; Destination: string } | null;
   mongosyncID: string | null;
   coordinatorID: string | null;
+  /** mongosync's embedded verifier's progress, per cluster; null when the sync does not verify. */
+  verification: VerificationProgress | null;
   warnings: string[] | null;
 }
 
@@ -48,6 +51,7 @@ const NOTHING_YET = {
   directionMapping: null,
   mongosyncID: null,
   coordinatorID: null,
+  verification: null,
   warnings: null,
 } as const;
 
@@ -106,6 +110,7 @@ export function buildProgress(inputs: ProgressInputs): Progress {
     },
     mongosyncID: inputs.id,
     coordinatorID: inputs.id,
+    verification: snapshot.verification ?? null,
     warnings: [...inputs.warnings, ...snapshot.warnings],
   };
 }

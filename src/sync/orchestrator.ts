@@ -16,6 +16,9 @@
  *   (its retries and its hand-off of change-event application are src/commit/'s); `commitCompleted`.
  * - `recover` (process start): src/recovery/ finds the recorded sync; a RUNNING one is launched,
  *   a COMMITTING one's commit finishes, a PAUSED one waits for `resume`.
+ * - Verification (when the request and `--disableVerification` allow it) starts with each run and
+ *   runs on through COMMITTING and after COMMITTED until its final pass is done; pause and stop
+ *   halt it with the rest. It never fails the sync (it retries by itself) and is told of a commit.
  */
 import type { Cluster } from '../cluster/connect.js';
 import { openCluster } from '../cluster/connect.js';
@@ -26,6 +29,7 @@ import type { ClusterEndpoint, ClusterName } from '../domain/clusters.js';
 import { redactUris } from '../domain/credentials.js';
 import { blocksDestination, type StartRequest } from '../domain/start-request.js';
 import type { RecoveredState, SyncControl, SyncEvent, SyncSnapshot } from '../domain/sync-control.js';
+import type { VerificationReport } from '../domain/verification.js';
 import { InvalidStateTransition, MetadataMissing, NotImplemented } from '../errors/errors.js';
 import type { Logger } from '../log/logger.js';
 import { ResumeStore, type ResumeDocument } from '../meta/resume.js';
@@ -112,6 +116,8 @@ export class SyncOrchestrator implements SyncControl {
     }
     if (doc.state === 'RUNNING') this.#launch(sync, sync.run!);
     if (doc.state === 'COMMITTING') this.#finishCommit(sync, this.#newCommit(sync));
+    // Its final pass after commit continues too.
+    if (doc.state === 'COMMITTING' || doc.state === 'COMMITTED') this.#startVerification(sync);
     return { state: doc.state, request: doc.request };
   }
 
@@ -138,8 +144,19 @@ export class SyncOrchestrator implements SyncControl {
     sync.run = run;
     sync.application = this.#options.phases.changeApplication(context);
     sync.applicationStarted = false;
-    await Promise.all([...run.sequence, sync.application].map((phase) => phase.recover()));
+    const verifies = sync.request.verification.enabled && this.#options.settings.verification.enabled;
+    sync.verification = verifies ? this.#options.phases.verification?.(context) : undefined;
+    sync.verificationStarted = false;
+    await Promise.all([...run.sequence, sync.application, sync.verification].map((phase) => phase?.recover()));
     return run;
+  }
+
+  /** Starts the verifier of the current run, once; its failures are its own (it retries), never the sync's. */
+  #startVerification(sync: ActiveSync): void {
+    const verification = sync.verification;
+    if (verification === undefined || sync.verificationStarted === true) return;
+    sync.verificationStarted = true;
+    verification.start().catch((error: unknown) => this.#logger.error({ err: error }, 'Verification stopped unexpectedly'));
   }
 
   /** Starts a prepared run in the background: application alongside, the sequence in order. */
@@ -151,6 +168,7 @@ export class SyncOrchestrator implements SyncControl {
       // During a commit, a failure of application reaches the commit through applyThrough instead.
       sync.applicationStarted = true;
       sync.application?.start().catch((error: unknown) => void (sync.commit === undefined ? this.#fail(sync, error) : undefined));
+      this.#startVerification(sync);
       for (const phase of run.sequence) if ((await phase.start()) === 'stopped' || !run.active) return;
     })().catch((error: unknown) => this.#fail(sync, error));
   }
@@ -159,6 +177,7 @@ export class SyncOrchestrator implements SyncControl {
   #retire(sync: ActiveSync): void {
     this.#retired.push(...(sync.run?.sequence ?? []).map((phase) => phase.status()));
     if (sync.application !== undefined) this.#retired.push(sync.application.status());
+    if (sync.verification !== undefined) this.#retired.push(sync.verification.status());
   }
 
   /** A phase failed: record it, stop the rest, and let the state machine pause. */
@@ -179,7 +198,7 @@ export class SyncOrchestrator implements SyncControl {
   async #halt(sync: ActiveSync, untilDone = true): Promise<void> {
     const run = sync.run;
     if (run !== undefined) run.active = false;
-    await Promise.all([...(run?.sequence ?? []).map((phase) => phase.stop()), sync.application?.stop()]);
+    await Promise.all([...(run?.sequence ?? []).map((phase) => phase.stop()), sync.application?.stop(), sync.verification?.stop()]);
     if (untilDone) await run?.done;
   }
 
@@ -230,6 +249,7 @@ export class SyncOrchestrator implements SyncControl {
     });
     // COMMITTING is recorded: from here the commit finishes in the background whatever happens
     // (a restart finishes it too), so nothing after this point may fail the request.
+    sync.verification?.onCommit();
     this.#finishCommit(sync, commit);
   }
 
@@ -250,7 +270,9 @@ export class SyncOrchestrator implements SyncControl {
 
   #statuses(): PhaseStatus[] {
     const sync = this.#sync;
-    const live = [...(sync?.run?.sequence ?? []), sync?.application, sync?.commit].map((phase) => phase?.status() ?? {});
+    const live = [...(sync?.run?.sequence ?? []), sync?.application, sync?.commit, sync?.verification].map(
+      (phase) => phase?.status() ?? {},
+    );
     return [...this.#retired.map(({ counters }) => ({ counters })), ...live];
   }
 
@@ -258,6 +280,28 @@ export class SyncOrchestrator implements SyncControl {
     if (this.#sync === undefined) return { info: null, eventsApplied: 0, readyToCommit: false, warnings: [] };
     const recovered: PhaseStatus = { warnings: this.#recoveredFailure === undefined ? [] : [this.#recoveredFailure] };
     return mergeStatuses([recovered, ...this.#statuses()]);
+  }
+
+  async verificationReport(skip: number, limit: number): Promise<VerificationReport | null> {
+    const sync = this.#sync;
+    if (sync === undefined) return null;
+    if (sync.verification === undefined) {
+      return {
+        enabled: false,
+        outcome: 'pending',
+        progress: null,
+        partitions: { total: 0, scanned: 0 },
+        pendingRechecks: 0,
+        notVerified: 0,
+        mismatchCount: 0,
+        mismatches: [],
+        committedWithDifferences: false,
+        completedAt: null,
+      };
+    }
+    return sync.verification.report(skip, limit).catch((error: unknown) => {
+      throw asClusterError(sync.destination.endpoint, 'reading the verification report', error);
+    });
   }
 
   async close(): Promise<void> {

@@ -8,7 +8,15 @@ import type { SyncPhase } from '../domain/states.js';
 import type { Logger } from '../log/logger.js';
 import type { ResumeDocument } from '../meta/resume.js';
 import type { HistogramSet } from '../metrics/histograms.js';
-import type { ChangeApplication, ChangeApplicationHandoff, CommitPhase, Phase, PhaseStatus, SyncContext } from '../phase/contract.js';
+import type {
+  ChangeApplication,
+  ChangeApplicationHandoff,
+  CommitPhase,
+  Phase,
+  PhaseStatus,
+  SyncContext,
+  VerificationPhase,
+} from '../phase/contract.js';
 import type { SyncTarget } from './begin.js';
 
 /** One run of the sync: its phases, from a launch to a pause, a failure or the end. */
@@ -31,6 +39,10 @@ export interface ActiveSync extends SyncTarget {
   applicationStarted?: boolean;
   commit?: CommitPhase;
   committing?: Promise<void>;
+  /** The embedded verifier of this run (absent when the sync does not verify); it runs on through commit. */
+  verification?: VerificationPhase;
+  /** Whether `verification` has been started. */
+  verificationStarted?: boolean;
 }
 
 /** The context the phases of a run of `sync` from `doc` are built with. */
@@ -51,7 +63,7 @@ export function syncContext(
       await sync.resume.enterPhase(phase);
       sync.phase = phase;
       shared.logger.info({ phase }, `Initial copy: ${phase}`);
-      for (const each of [...(sync.run?.sequence ?? []), sync.application, sync.commit]) each?.onSyncPhase?.(phase);
+      for (const each of [...(sync.run?.sequence ?? []), sync.application, sync.commit, sync.verification]) each?.onSyncPhase?.(phase);
     },
   };
 }

@@ -163,7 +163,8 @@ export const EDGE_FILTERS = {
 };
 
 /** Drops what this run wrote on a cluster: its databases and its instances' metadata. */
-async function cleanUpRun(client: MongoClient, metadataDatabase: string): Promise<void> {
+/** Drops what this run left on a cluster: its databases and its instances' metadata (for real deployments). */
+export async function cleanUpRun(client: MongoClient, metadataDatabase: string): Promise<void> {
   const { databases } = await client.db('admin').command({ listDatabases: 1, nameOnly: true });
   for (const { name } of databases as { name: string }[]) {
     if (name.startsWith(GENERATED_PREFIX) || name.endsWith(`_${RUN}`)) await client.db(name).dropDatabase();
@@ -178,6 +179,10 @@ async function cleanUpRun(client: MongoClient, metadataDatabase: string): Promis
     meta.collection('resume').deleteMany(ourIds),
     meta.collection('changeStream').deleteMany(ourIds),
     meta.collection('commit').deleteMany(ourIds),
+    meta.collection('verification').deleteMany(ourIds),
+    meta.collection('verificationPartitions').deleteMany(ours),
+    meta.collection('verificationRechecks').deleteMany(ours),
+    meta.collection('verificationMismatches').deleteMany(ours),
   ]);
 }
 

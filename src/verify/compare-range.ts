@@ -23,7 +23,7 @@
  */
 import type { MongoClient } from 'mongodb';
 import { compareBsonValues, findId, readId } from '../bson/index.js';
-import { batchDocumentStarts, documentSize, RawCursor } from '../cluster/raw-cursor.js';
+import { batchDocumentStarts, documentSize, RawCursor, type RawReply } from '../cluster/raw-cursor.js';
 import type { Namespace } from '../domain/namespaces.js';
 import { packValue, unpackValue } from '../meta/store.js';
 import { partitionFindOptions } from '../plan/partitions.js';
@@ -58,6 +58,12 @@ export interface SideCount {
   bytes: number;
 }
 
+/** A document in a reply: its buffer and where it starts. */
+interface DocumentAt {
+  buffer: Uint8Array;
+  start: number;
+}
+
 export interface RangeOutcome {
   /** `done`: the range is compared to its end; `more`: a limit was reached, continue after `lastId`. */
   status: 'done' | 'more';
@@ -70,9 +76,13 @@ export interface RangeOutcome {
   sourceTime?: { t: number; i: number };
 }
 
-/** One cluster's documents of the range, one reply at a time. */
+/**
+ * One cluster's documents of the range. The next reply is asked for as soon as one arrives, so
+ * the cluster works on it while this thread compares (two replies per side at most).
+ */
 class RangeReader {
   readonly #cursor: RawCursor;
+  #next: Promise<RawReply | undefined> | undefined;
   #buffer: Uint8Array = new Uint8Array(0);
   #starts: number[] = [];
   #index = 0;
@@ -86,22 +96,36 @@ class RangeReader {
     this.#cursor = RawCursor.find(client, task, { ...bounds, sort: { _id: 1 }, batchSize: task.batchSize });
   }
 
-  /** The current document (its buffer and offset), or undefined at the end of the range. */
-  async current(): Promise<{ buffer: Uint8Array; start: number } | undefined> {
-    while (this.#index >= this.#starts.length) {
-      if (this.#done) return undefined;
-      const reply = await this.#cursor.nextReply();
+  /** The current document without waiting: undefined at the end of the range, null when the next reply must be awaited (`fill`). */
+  peek(): DocumentAt | undefined | null {
+    if (this.#index < this.#starts.length) return { buffer: this.#buffer, start: this.#starts[this.#index]! };
+    return this.#done ? undefined : null;
+  }
+
+  /** Waits for the next reply (after `peek` said null). */
+  async fill(): Promise<void> {
+    while (this.#index >= this.#starts.length && !this.#done) {
+      const reply = await (this.#next ?? this.#cursor.nextReply());
+      this.#next = undefined;
       if (reply === undefined) {
         this.#done = true;
-        return undefined;
+        return;
       }
+      if (!this.#cursor.exhausted) this.#next = this.#cursor.nextReply();
       const time = reply.reply.operationTime as { high?: number; low?: number; _bsontype?: string } | undefined;
       if (time?._bsontype === 'Timestamp') this.latestTime = { t: time.high!, i: time.low! };
       this.#buffer = reply.cursor;
       this.#starts = batchDocumentStarts(reply.cursor, reply.batch.valueOffset, reply.batch.valueEnd);
       this.#index = 0;
     }
-    return { buffer: this.#buffer, start: this.#starts[this.#index]! };
+  }
+
+  /** The current document, waiting for a reply if need be. */
+  async current(): Promise<DocumentAt | undefined> {
+    const doc = this.peek();
+    if (doc !== null) return doc;
+    await this.fill();
+    return this.peek() ?? undefined;
   }
 
   advance(size: number): void {
@@ -110,19 +134,19 @@ class RangeReader {
     this.count.bytes += size;
   }
 
-  close(): Promise<void> {
-    return this.#cursor.close();
+  /** Passes the current document without counting it (compared by an earlier task). */
+  skip(): void {
+    this.#index++;
+  }
+
+  async close(): Promise<void> {
+    await this.#next?.catch(() => undefined);
+    await this.#cursor.close();
   }
 }
 
 function sameBytes(a: Uint8Array, aStart: number, aEnd: number, b: Uint8Array, bStart: number, bEnd: number): boolean {
   return aEnd - aStart === bEnd - bStart && Buffer.compare(a.subarray(aStart, aEnd), b.subarray(bStart, bEnd)) === 0;
-}
-
-/** A document in a reply: its buffer and where it starts. */
-interface DocumentAt {
-  buffer: Uint8Array;
-  start: number;
 }
 
 function idOf(doc: DocumentAt): unknown {
@@ -147,14 +171,20 @@ export async function compareRange(source: MongoClient, destination: MongoClient
     const skipId = task.after === undefined ? undefined : unpackValue(task.after);
     for (const side of [fromSource, fromDestination]) {
       const first = skipId === undefined ? undefined : await side.current();
-      if (first !== undefined && compareBsonValues(idOf(first), skipId) === 0) side.advance(documentSize(first.buffer, first.start));
+      if (first !== undefined && compareBsonValues(idOf(first), skipId) === 0) side.skip();
     }
     for (;;) {
       if (differences.length >= task.maxDifferences || Math.max(fromSource.count.bytes, fromDestination.count.bytes) >= task.maxBytes) {
         status = 'more';
         break;
       }
-      const [a, b] = await Promise.all([fromSource.current(), fromDestination.current()]);
+      let a = fromSource.peek();
+      let b = fromDestination.peek();
+      if (a === null || b === null) {
+        await Promise.all([a === null ? fromSource.fill() : undefined, b === null ? fromDestination.fill() : undefined]);
+        a = fromSource.peek() ?? undefined;
+        b = fromDestination.peek() ?? undefined;
+      }
       if (a === undefined && b === undefined) break;
       if (a === undefined || b === undefined) {
         const only = (a ?? b)!;

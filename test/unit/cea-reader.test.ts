@@ -77,6 +77,15 @@ describe('change stream reader', () => {
     assert.equal(sent[1]!.maxTimeMS, 5);
   });
 
+  it('without updateLookup or a start, opens at the present and asks for no document lookups (the verifier’s streams)', async () => {
+    const { client, sent } = fakeSource([() => reply([], token(100), true), () => reply([], token(101), true)]);
+    const reader = new ChangeStreamReader({ client, batchSize: 10, maxAwaitMs: 5, logger });
+    assert.equal((await reader.next()).resumeTime!.getHighBits(), 100);
+    assert.deepEqual(Object.keys(sent[0]!.pipeline[0].$changeStream).sort(), ['allChangesForCluster', 'showExpandedEvents']);
+    await reader.next();
+    assert.equal(sent[1]!.getMore.toString(), '7', 'continued with getMore');
+  });
+
   it('reopens after the last batch handed out when the connection fails, so nothing is read twice or skipped', async () => {
     const { client, sent } = fakeSource([
       () => reply([{ _id: token(100), operationType: 'insert' }], token(100), true),

@@ -1,0 +1,100 @@
+// What the verifier says about a difference, and what it expects the destination to hold: a
+// document difference explained by its first differing field (value, type, order, presence); the
+// destination's indexes and options in their temporary form during the sync and the source's
+// after commit, with what `buildIndexes` leaves out not expected; definitions equal when only
+// numeric types or field order (where it means nothing) differ.
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import fc from 'fast-check';
+import { Double, Int32, Long, serialize, type Document } from 'bson';
+import { findId } from '../../src/bson/index.js';
+import type { CollectionEntry } from '../../src/cluster/commands.js';
+import type { StartRequest } from '../../src/domain/start-request.js';
+import { packElement, packValue } from '../../src/meta/store.js';
+import { expectedIndexes, expectedOptions, sameDefinition } from '../../src/verify/catalog-check.js';
+import { describeDocumentDifference } from '../../src/verify/difference.js';
+import { idValue } from './bson-arbitraries.js';
+
+const bytes = (doc: Document) => new Uint8Array(serialize(doc));
+
+describe('a document difference in words', () => {
+  it('names the kind and the first field that differs', () => {
+    const source = bytes({ _id: 1, a: new Int32(1), b: 'x' });
+    assert.deepEqual(describeDocumentDifference(source, undefined), { kind: 'missing', detail: 'the destination lacks this document' });
+    assert.equal(describeDocumentDifference(undefined, source).kind, 'extra');
+    assert.match(describeDocumentDifference(source, bytes({ _id: 1, a: new Int32(2), b: 'x' })).detail, /^field "a" differs$/);
+    assert.match(
+      describeDocumentDifference(source, bytes({ _id: 1, a: new Double(1), b: 'x' })).detail,
+      /"a" is int32 on the source, double on the destination/,
+    );
+    assert.match(describeDocumentDifference(source, bytes({ _id: 1, b: 'x', a: new Int32(1) })).detail, /another order/);
+    assert.match(describeDocumentDifference(source, bytes({ _id: 1, a: new Int32(1) })).detail, /field "b" missing on the destination/);
+    assert.match(
+      describeDocumentDifference(source, bytes({ _id: 1, a: new Int32(1), b: 'x', c: 0 })).detail,
+      /"c" only on the destination/,
+    );
+    assert.equal(describeDocumentDifference(source, bytes({ _id: 1, a: new Int32(1), b: 'x' })).kind, 'different');
+  });
+});
+
+describe('packing an _id from its bytes', () => {
+  it('gives what packValue gives for the decoded value, for every _id (property)', () => {
+    fc.assert(
+      fc.property(idValue, (id) => {
+        const doc = bytes({ _id: id, other: 1 });
+        assert.equal(packElement(doc, findId(doc)), packValue(id));
+      }),
+    );
+  });
+});
+
+const request = (buildIndexes: StartRequest['buildIndexes']) => ({ buildIndexes }) as StartRequest;
+
+describe('what the destination should hold', () => {
+  const source = [
+    { v: 2, key: { _id: 1 }, name: '_id_' },
+    { v: 2, key: { email: 1 }, name: 'email_1', unique: true },
+    { v: 2, key: { at: 1 }, name: 'at_1', expireAfterSeconds: 3600 },
+    { v: 2, key: { h: 'hashed' }, name: 'h_hashed', hidden: true },
+  ];
+
+  it('indexes: the temporary form during the sync, the source’s after commit', () => {
+    const temporary = expectedIndexes(source, {}, request('afterDataCopy'), 'temporary');
+    assert.deepEqual([...temporary.keys()], ['_id_', 'email_1', 'at_1', 'h_hashed']);
+    assert.equal(temporary.get('email_1')!.unique, undefined);
+    assert.equal(temporary.get('at_1')!.expireAfterSeconds, 2147483647);
+    assert.equal(temporary.get('h_hashed')!.hidden, undefined);
+    const final = expectedIndexes(source, {}, request('afterDataCopy'), 'final');
+    assert.equal(final.get('email_1')!.unique, true);
+    assert.equal(final.get('at_1')!.expireAfterSeconds, 3600);
+    assert.equal(final.get('h_hashed')!.v, undefined, 'the version is not compared');
+  });
+
+  it('indexes buildIndexes leaves out are not expected', () => {
+    assert.deepEqual([...expectedIndexes(source, {}, request('never'), 'final').keys()], ['_id_']);
+    assert.deepEqual([...expectedIndexes(source, {}, request('excludeHashed'), 'final').keys()], ['_id_', 'email_1', 'at_1']);
+  });
+
+  it('a capped collection at the largest size during the sync, its own after commit', () => {
+    const entry = {
+      name: 'log',
+      type: 'collection',
+      options: { capped: true, size: new Int32(4096), max: new Int32(10) },
+    } as CollectionEntry;
+    const temporary = expectedOptions(entry, 'temporary');
+    assert.equal(temporary.size, 1024 ** 5);
+    assert.equal(temporary.max, undefined);
+    assert.deepEqual(expectedOptions(entry, 'final'), entry.options);
+  });
+
+  it('definitions are equal whatever the numeric type or the order of their fields, but not of an index key', () => {
+    assert.ok(sameDefinition({ capped: true, size: new Int32(4096) }, { size: Long.fromNumber(4096), capped: true }));
+    assert.ok(
+      sameDefinition({ key: { a: 1 }, collation: { locale: 'simple' } }, { key: { a: 1 } }),
+      'the simple collation is no collation',
+    );
+    assert.ok(!sameDefinition({ key: { a: 1, b: 1 } }, { key: { b: 1, a: 1 } }), 'key order is the index');
+    assert.ok(!sameDefinition({ validationLevel: 'strict' }, { validationLevel: 'moderate' }));
+    assert.ok(!sameDefinition({ pipeline: [{ $match: {} }, { $limit: 1 }] }, { pipeline: [{ $limit: 1 }, { $match: {} }] }));
+  });
+});

@@ -190,7 +190,8 @@ export async function runVerifyBenchmark(options: VerifyBenchmarkOptions = {}): 
           point.copyThroughputRatio = round(on.copy.MBps / off.copy.MBps);
         }
         print(
-          `  copy, verification on:  ${on.copy.seconds} s, ${on.copy.MBps} MB/s${off === undefined ? '' : ` (×${point.copyThroughputRatio} of off)`}`,
+          `  copy, verification on:  ${on.copy.seconds} s, ${on.copy.MBps} MB/s` +
+            (off === undefined ? '' : ` (×${point.copyThroughputRatio} of off)`),
         );
         print(
           `  verification: ${verification.seconds} s, ${verification.MBps} MB/s, ${verification.documentsPerSecond} docs/s, ` +

@@ -182,8 +182,10 @@ export async function runHashingBenchmark(options: { sizeMB?: number; seed?: num
         results.push(figures);
         print(
           `${method.padEnd(12)} ${figures.seconds} s, ${figures.MBps} MB/s, this process ${figures.ferryCpuSeconds} s CPU ` +
-            `(${figures.ferryCpuSecondsPerGB} s/GB), clusters ${figures.sourceClusterCpuSeconds} + ${figures.destinationClusterCpuSeconds} s, ` +
-            `${figures.documents} documents, ${figures.differences} differences${unsupported === undefined ? '' : ` — unsupported: ${unsupported}`}`,
+            `(${figures.ferryCpuSecondsPerGB} s/GB), ` +
+            `clusters ${figures.sourceClusterCpuSeconds} + ${figures.destinationClusterCpuSeconds} s, ` +
+            `${figures.documents} documents, ${figures.differences} differences` +
+            (unsupported === undefined ? '' : ` — unsupported: ${unsupported}`),
         );
       }
     } finally {

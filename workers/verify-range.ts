@@ -6,6 +6,7 @@
 import type { MongoClient } from 'mongodb';
 import { workerData } from 'piscina';
 import { connect } from '../src/cluster/connect.js';
+import { retryTransient } from '../src/cluster/retry.js';
 import { compareRange, type RangeOutcome, type RangeTask } from '../src/verify/compare-range.js';
 import type { VerifyWorkerData } from '../src/verify/range-pool.js';
 
@@ -25,5 +26,6 @@ export default async function verifyRangeTask(task: RangeTask): Promise<RangeOut
     throw error;
   });
   const { source, destination } = await clients;
-  return compareRange(source, destination, task);
+  // Read-only: a passing failure (the network, a failover) repeats the whole task.
+  return retryTransient(() => compareRange(source, destination, task));
 }

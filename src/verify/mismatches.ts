@@ -65,6 +65,16 @@ export class MismatchStore extends InstanceCollection<MismatchDocument> {
     return result.deletedCount > 0;
   }
 
+  /** Forgets the differences of these documents that are known; returns those it forgot (two reads, whatever the batch). */
+  async resolveDocuments(entries: readonly { ns: string; id: string }[]): Promise<{ ns: string; id: string }[]> {
+    if (entries.length === 0) return [];
+    const keys = entries.map(({ ns, id }) => ({ instance: this.instance, ns, about: about({ id }) }));
+    const known = await this.collection.find({ _id: { $in: keys } }, { projection: { ns: 1, id: 1 } }).toArray();
+    if (known.length === 0) return [];
+    await this.collection.deleteMany({ _id: { $in: known.map((doc) => doc._id) } });
+    return known.map((doc) => ({ ns: doc.ns, id: doc.id! }));
+  }
+
   /** Forgets the namespace-level differences of `ns` whose subject is not in `keep`. */
   async resolveNamespaceLevel(ns: string, keep: readonly string[]): Promise<number> {
     const result = await this.collection.deleteMany({

@@ -20,6 +20,7 @@ import type { Timestamp } from 'bson';
 import type { MongoClient } from 'mongodb';
 import { compareBsonValues, findId, readId } from '../bson/index.js';
 import { batchDocumentStarts, documentSize, RawCursor } from '../cluster/raw-cursor.js';
+import { retryTransient } from '../cluster/retry.js';
 import { splitNamespace } from '../domain/namespaces.js';
 import { timeAfter } from '../domain/time.js';
 import type { MismatchKind } from '../domain/verification.js';
@@ -127,7 +128,10 @@ export class Rechecker {
   async #checkNamespace(ns: string, entries: Recheck[], touches: Map<Recheck, number>, outcome: RecheckOutcome): Promise<void> {
     const { source, destination } = this.#options;
     const ids = entries.map((entry) => entry.id);
-    const [fromSource, fromDestination] = await Promise.all([readDocuments(source, ns, ids), readDocuments(destination, ns, ids)]);
+    const [fromSource, fromDestination] = await Promise.all([
+      retryTransient(() => readDocuments(source, ns, ids)),
+      retryTransient(() => readDocuments(destination, ns, ids)),
+    ]);
     outcome.read.source += fromSource.documents.size;
     outcome.read.destination += fromDestination.documents.size;
     const positions = this.#options.streamPositions();

@@ -31,6 +31,8 @@
 import { Timestamp } from 'bson';
 import type { MongoClient } from 'mongodb';
 import { ChangeStreamReader } from '../cluster/change-stream.js';
+import { isTransient } from '../cluster/errors.js';
+import { RETRY_POLICY, retryDelay } from '../cluster/retry.js';
 import { redactUris } from '../domain/credentials.js';
 import { namespaceOf, splitNamespace, type Namespace } from '../domain/namespaces.js';
 import type { SyncPhase } from '../domain/states.js';
@@ -40,7 +42,9 @@ import { ChangeStreamCheckpoints } from '../meta/change-stream.js';
 import { CommitRecord } from '../meta/commit.js';
 import { unpackValue } from '../meta/store.js';
 import type { PhaseOutcome, PhaseStatus, SyncContext, VerificationPhase } from '../phase/contract.js';
+import { PLANNING_PARALLELISM } from '../config/settings.js';
 import { planCollectionCopy } from '../plan/copy-plan.js';
+import { forEachBounded } from '../plan/destination.js';
 import { readCollectionStats } from '../plan/partitions.js';
 import { selectorFor, type NamespaceSelector } from '../plan/namespaces.js';
 import { checkNamespace, selectedNamespaces, type CatalogForm } from './catalog-check.js';
@@ -120,6 +124,8 @@ export class Verifier implements VerificationPhase {
   #knownRechecked = false;
   #problem: string | undefined;
   #commitWarning: string | undefined;
+  /** Reads of the differences started, and the latest one shown (an older read never overwrites a newer). */
+  #mismatchReads = { started: 0, shown: 0 };
 
   constructor(context: SyncContext) {
     this.#context = context;
@@ -284,11 +290,22 @@ export class Verifier implements VerificationPhase {
   /** Runs until the final pass is done or a stop; a failure waits and continues from the records. */
   async #run(): Promise<PhaseOutcome> {
     const { logger, settings } = this.#context;
+    // Transient failures in a row (the network, a failover): continued at once, with the cluster layer's backoff.
+    let transient = 0;
     for (;;) {
+      const attemptStarted = Date.now();
       try {
         return await this.#verify();
       } catch (error) {
         if (this.#stopping) return 'stopped';
+        if (Date.now() - attemptStarted > 60_000) transient = 0;
+        if (isTransient(error) && transient < RETRY_POLICY.retries) {
+          logger.warn({ err: error }, 'Verification was interrupted by a passing failure; it continues from its records');
+          await this.#pause(retryDelay(transient++));
+          if (this.#stopping) return 'stopped';
+          continue;
+        }
+        transient = 0;
         const seconds = settings.verification.retryIntervalMs / 1000;
         const message = redactUris((error as Error).message);
         this.#problem = `Verification stopped on an error and continues in ${seconds} s from where it was: ${message}`;
@@ -425,25 +442,25 @@ export class Verifier implements VerificationPhase {
       selectedNamespaces(destination.client, this.#selector),
     ]);
     const estimated = { source: 0, destination: 0 };
-    let collections = 0;
-    for (const [name, entry] of onSource) {
+    const collections = [...onSource].filter(([, entry]) => entry.type === 'collection');
+    // Measuring and sampling wait on the clusters: several collections at once, as planning does.
+    await forEachBounded(collections, PLANNING_PARALLELISM, async ([name, entry]) => {
       this.#checkStopping();
-      if (entry.type !== 'collection') continue;
-      collections++;
       const plan = await planCollectionCopy(source.client.db(entry.db).collection(entry.coll), entry.options, settings.partitionBytes);
       await this.#partitions.writePlan(entry, plan.partitions);
       estimated.source += plan.stats.count;
       if (onDestination.get(name)?.type === 'collection') {
         estimated.destination += (await readCollectionStats(destination.client.db(entry.db).collection(entry.coll))).count;
       }
-    }
-    for (const name of new Set([...onSource.keys(), ...onDestination.keys()])) await this.#checkCatalog(splitNamespace(name));
-    await this.#state.markPlanned(estimated, collections);
+    });
+    const names = [...new Set([...onSource.keys(), ...onDestination.keys()])];
+    await forEachBounded(names, PLANNING_PARALLELISM, (name) => this.#checkCatalog(splitNamespace(name)));
+    await this.#state.markPlanned(estimated, collections.length);
     this.#record = (await this.#state.read())!;
     await this.#refreshFigures();
     logger.info(
-      { collections, ranges: this.#figures.ranges.total, sourceDocuments: estimated.source },
-      `Verification planned: ${collections} collection(s) in ${this.#figures.ranges.total} range(s)`,
+      { collections: collections.length, ranges: this.#figures.ranges.total, sourceDocuments: estimated.source },
+      `Verification planned: ${collections.length} collection(s) in ${this.#figures.ranges.total} range(s)`,
     );
   }
 
@@ -458,7 +475,7 @@ export class Verifier implements VerificationPhase {
     if (commit.applied && !commit.completed) return;
     const differences = await checkNamespace(source.client, destination.client, ns, request, this.#form());
     const name = namespaceOf(ns);
-    await this.#mismatches.resolveNamespaceLevel(
+    const resolved = await this.#mismatches.resolveNamespaceLevel(
       name,
       differences.map((d) => d.subject),
     );
@@ -470,6 +487,7 @@ export class Verifier implements VerificationPhase {
           `Verification: ${name}: ${difference.kind} (${difference.detail})`,
         );
     }
+    if (resolved > 0 || differences.length > 0) await this.#refreshMismatches();
     // A namespace the destination lacks is one difference, not one per document.
     if (differences.some((d) => d.subject === 'namespace' && d.kind === 'missing')) await this.#partitions.skipNamespace(ns);
   }
@@ -499,8 +517,10 @@ export class Verifier implements VerificationPhase {
     }
     if (this.#record?.initialHashingDoneAt === undefined) {
       await this.#state.markInitialHashingDone();
-      this.#record = (await this.#state.read())!;
+      const record = (await this.#state.read())!;
+      // Figures first, then the record: progress never shows "stream hashing" with stale counts.
       await this.#refreshFigures();
+      this.#record = record;
       logger.info('Verification: initial hashing complete; following both clusters’ changes (stream hashing)');
     }
   }
@@ -585,22 +605,17 @@ export class Verifier implements VerificationPhase {
         this.#figures.notVerified += outcome.notVerified.length;
         await this.#state.addNotVerified(outcome.notVerified.length);
       }
-      if (this.#figures.mismatchCount > 0) {
-        for (const entry of outcome.equal) {
-          if (await this.#mismatches.resolve(entry.ns, { id: entry.id })) {
-            this.#figures.mismatchCount--;
-            logger.info({ ns: entry.ns, _id: unpackValue(entry.id) }, `Verification: ${entry.ns} document no longer differs`);
-          }
-        }
+      const resolved = await this.#mismatches.resolveDocuments(outcome.equal);
+      for (const entry of resolved) {
+        logger.info({ ns: entry.ns, _id: unpackValue(entry.id) }, `Verification: ${entry.ns} document no longer differs`);
       }
       for (const { entry, kind, detail } of outcome.differences) {
         if (await this.#mismatches.record(entry.ns, { id: entry.id }, kind, detail)) {
-          this.#figures.mismatchCount++;
           const mismatch = documentMismatch(entry.ns, entry.id, kind, detail);
-          if (this.#figures.mismatches.length < WARNED_MISMATCHES) this.#figures.mismatches.push(mismatch);
           logger.error({ ns: entry.ns, _id: mismatch._id, kind, detail }, `Verification: ${mismatchLine(mismatch)}`);
         }
       }
+      if (resolved.length > 0 || outcome.differences.length > 0) await this.#refreshMismatches();
     }
   }
 
@@ -748,19 +763,22 @@ export class Verifier implements VerificationPhase {
   }
 
   async #refreshFigures(): Promise<void> {
-    const [summary, mismatchCount, mismatches, pending] = await Promise.all([
-      this.#partitions.summary(),
-      this.#mismatches.count(),
-      this.#mismatches.list(0, WARNED_MISMATCHES),
-      this.#rechecks.count(),
-    ]);
+    const [summary, pending] = await Promise.all([this.#partitions.summary(), this.#rechecks.count(), this.#refreshMismatches()]);
     const figures = this.#figures;
     figures.ranges = { total: summary.total, done: summary.done };
     figures.collections = { total: this.#record?.totalCollections ?? summary.collections, scanned: summary.scannedCollections };
     figures.hashed = { source: summary.source.documents, destination: summary.destination.documents };
-    figures.mismatchCount = mismatchCount;
-    figures.mismatches = mismatches;
     figures.pending = pending + this.#queue.size;
     figures.notVerified = this.#record?.notVerified ?? figures.notVerified;
+  }
+
+  /** The count and first few differences, read from their records (never counted in memory: concurrent parts would drift). */
+  async #refreshMismatches(): Promise<void> {
+    const read = ++this.#mismatchReads.started;
+    const [count, first] = await Promise.all([this.#mismatches.count(), this.#mismatches.list(0, WARNED_MISMATCHES)]);
+    if (read < this.#mismatchReads.shown) return;
+    this.#mismatchReads.shown = read;
+    this.#figures.mismatchCount = count;
+    this.#figures.mismatches = first;
   }
 }

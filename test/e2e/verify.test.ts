@@ -2,7 +2,7 @@
  * The embedded verifier through the real `ferry` process. The destination is changed behind
  * Ferry's back (these test clusters run without access control, so any client bypasses the
  * destination's write blocking, as a privileged user would on a real one): a document changed,
- * deleted, added, its fields reordered; an index dropped; a collection option changed; during the
+ * deleted, added, its fields reordered; an index dropped; a collection option changed; a view redefined; during the
  * copy (found by the initial scan) and during stream hashing (found through the destination's
  * change stream). Each is reported by namespace, `_id` and kind in progress warnings, the log and
  * `GET /api/v1/verification`; an untouched sync reports clean after its final pass. A SIGKILL
@@ -141,6 +141,7 @@ describe('embedded verifier', () => {
       .db(db)
       .collection('rules')
       .insertOne({ _id: 1, a: 1 } as Document);
+    await source.db(db).createCollection('recent', { viewOn: 'docs', pipeline: [{ $match: { a: { $gte: 100 } } }] });
     const ferry = await startFerry(ferryArgs(`verify-stream-${RUN}`));
     try {
       assert.equal((await ferry.post('start', startBody(db))).status, 200);
@@ -152,11 +153,20 @@ describe('embedded verifier', () => {
       await docs.replaceOne({ _id: 3 }, { pad: 'p'.repeat(20), b: 'b3', a: 3 }); // same fields and values, another order
       await docs.dropIndex('a_1');
       await destination.db(db).command({ collMod: 'rules', validationLevel: 'moderate' });
+      await destination.db(db).command({ collMod: 'recent', viewOn: 'docs', pipeline: [{ $match: { a: { $gte: 0 } } }] });
 
-      const report = await ferry.waitForVerification((r) => r.mismatchCount >= 6, 60_000);
+      const report = await ferry.waitForVerification((r) => r.mismatchCount >= 7, 60_000);
       assert.deepEqual(
         keysOf(report, db),
-        ['docs|"intruder"|extra', 'docs|1|different', 'docs|2|missing', 'docs|3|different', 'docs|index:a_1|index', 'rules|options|option']
+        [
+          'docs|"intruder"|extra',
+          'docs|1|different',
+          'docs|2|missing',
+          'docs|3|different',
+          'docs|index:a_1|index',
+          'recent|options|option',
+          'rules|options|option',
+        ]
           .map((key) => key.replace('|index:a_1|', '|-|').replace('|options|', '|-|'))
           .sort(),
       );
@@ -165,10 +175,12 @@ describe('embedded verifier', () => {
       assert.match(byId.get('3')!.detail, /another order/);
       assert.ok((report.mismatches as Record<string, any>[]).some((m) => m.kind === 'index' && /a_1/.test(m.detail)));
       assert.ok((report.mismatches as Record<string, any>[]).some((m) => m.kind === 'option' && /validationLevel/.test(m.detail)));
+      const view = (report.mismatches as Record<string, any>[]).find((m) => m.namespace === `${db}.recent`);
+      assert.match(view!.detail, /view definition/);
 
       // Progress shows the same count as the report (its figures are read from the same records).
-      const progress = await ferry.waitForProgress((p) => p.warnings.some((w: string) => w.includes('6 difference(s)')), 10_000);
-      const warning = progress.warnings.find((w: string) => w.includes('6 difference(s)'));
+      const progress = await ferry.waitForProgress((p) => p.warnings.some((w: string) => w.includes('7 difference(s)')), 10_000);
+      const warning = progress.warnings.find((w: string) => w.includes('7 difference(s)'));
       assert.ok(warning !== undefined, JSON.stringify(progress.warnings));
       assert.match(warning, new RegExp(`${db}\\.docs`));
       const logged = ferry.log().filter((line) => line.level === 'error' && String(line.message).startsWith('Verification:'));
@@ -178,7 +190,7 @@ describe('embedded verifier', () => {
       );
       const limited = await ferry.verification('limit=2&skip=1');
       assert.equal(limited!.mismatches.length, 2);
-      assert.equal(limited!.mismatchCount, 6);
+      assert.equal(limited!.mismatchCount, 7);
 
       // A commit while differences are known goes ahead, and says so loudly.
       assert.equal(progress.canCommit, true);

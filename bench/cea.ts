@@ -185,14 +185,18 @@ export async function runCeaBenchmark(options: CeaBenchmarkOptions = {}): Promis
       const started = performance.now();
       const workload = await startWorkload({ uri: source.uri, opsPerSecond: rate, seed, idRange: ++idRange, seconds: length });
       const stats: WorkloadStats = await workload.finished;
+      // Waits for the window's outstanding probe (see takeWindowSamples), so the window ends once
+      // Ferry applied at least the probe written during it.
+      const lag = lagFigures(await probe!.takeWindowSamples());
       const elapsed = (performance.now() - started) / 1000;
       const applied = (await eventsApplied(ferry!)) - appliedBefore;
       return {
         targetOpsPerSecond: rate,
         achievedOpsPerSecond: Math.round(stats.writes / stats.seconds),
         sourceEventsPerSecond: Math.round(stats.changes / stats.seconds),
-        appliedEventsPerSecond: Math.round(applied / elapsed),
-        lag: lagFigures(await probe!.takeWindowSamples()),
+        // Two decimals: a short window on a loaded machine may apply only a few events.
+        appliedEventsPerSecond: Number((applied / elapsed).toFixed(2)),
+        lag,
         workloadErrors: stats.errors,
       };
     };

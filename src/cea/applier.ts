@@ -192,7 +192,8 @@ export class ChangeEventApplier implements ChangeApplication {
     // The copy's planning creates the collections with their options first.
     await this.#until(() => this.#phase !== 'planning');
     const recorded = await this.#checkpoints.read();
-    this.#copyCompletedAt = recorded?.copyCompletedAt;
+    // A reversed sync begins with its copy complete (src/reverse/): nothing to wait for, no tombstones.
+    this.#copyCompletedAt = recorded?.copyCompletedAt ?? context.resume.copyCompletedAt;
     if (recorded?.resumeToken !== undefined) {
       this.#applied = {
         resumeToken: recorded.resumeToken,

@@ -12,6 +12,7 @@ import { configureWorkerHeap } from '../copy/worker-heap.js';
 import type { Logger } from '../log/logger.js';
 import type { PhaseFactories } from '../phase/contract.js';
 import { Planning } from '../plan/planning.js';
+import { Reverse } from '../reverse/reverse.js';
 import { SyncOrchestrator } from '../sync/orchestrator.js';
 import { Verifier } from '../verify/verifier.js';
 
@@ -21,6 +22,7 @@ export const PHASES: PhaseFactories = {
   changeApplication: (context) => new ChangeEventApplier(context),
   commit: (context) => new Commit(context),
   verification: (context) => new Verifier(context),
+  reverse: (context) => new Reverse(context),
 };
 
 /** The sync the daemon drives, typed as itself so that the daemon can serve its histograms and counters. */

@@ -14,7 +14,7 @@ import { WRITE_BLOCKING_PRIVILEGES } from '../domain/start-request.js';
 import { OperationTimeMissing } from '../errors/errors.js';
 import { MAJORITY } from './concerns.js';
 import type { Cluster } from './connect.js';
-import { isIndexNotFound, isNamespaceNotFound } from './errors.js';
+import { isHistoryLost, isIndexNotFound, isNamespaceNotFound } from './errors.js';
 
 /**
  * Writes a no-op entry in the source's oplog (`appendOplogNote`) and returns its time, the reply's
@@ -54,6 +54,46 @@ export async function missingWriteBlockingPrivileges(client: MongoClient): Promi
     (info.authenticatedUserPrivileges ?? []).filter((p) => p.resource?.cluster === true).flatMap((p) => p.actions ?? []),
   );
   return WRITE_BLOCKING_PRIVILEGES.filter((action) => !clusterActions.has(action));
+}
+
+/**
+ * Whether the cluster's change stream can still start at `time` (its oplog holds it): opens a
+ * cluster-wide change stream there with an empty first batch, then closes it (ending its session
+ * kills the cursor). False on ChangeStreamHistoryLost; any other failure is thrown.
+ */
+export async function changeStreamReaches(client: MongoClient, time: Timestamp): Promise<boolean> {
+  const session = client.startSession();
+  try {
+    const reply = await client.db('admin').command(
+      {
+        aggregate: 1,
+        pipeline: [{ $changeStream: { startAtOperationTime: time, allChangesForCluster: true } }],
+        cursor: { batchSize: 0 },
+      },
+      { session },
+    );
+    const id = (reply.cursor as { id?: { isZero?: () => boolean } } | undefined)?.id;
+    if (id?.isZero?.() === false) await client.db('admin').command({ killCursors: '$cmd.aggregate', cursors: [id] }, { session });
+    return true;
+  } catch (error) {
+    if (isHistoryLost(error)) return false;
+    throw error;
+  } finally {
+    await session.endSession().catch(() => undefined);
+  }
+}
+
+/** The cluster's MongoDB version as `buildInfo` gives it (`versionArray`: major, minor, patch). */
+export async function serverVersion(client: MongoClient): Promise<number[]> {
+  const reply = await client.db('admin').command({ buildInfo: 1 });
+  const parts = Array.isArray(reply.versionArray) ? reply.versionArray : String(reply.version ?? '').split('.');
+  return parts.map(Number);
+}
+
+/** How many shards a sharded cluster has (`listShards`, run on a mongos). */
+export async function shardCount(client: MongoClient): Promise<number> {
+  const reply = await client.db('admin').command({ listShards: 1 });
+  return Array.isArray(reply.shards) ? reply.shards.length : 0;
 }
 
 /** What Ferry reads of a `hello` reply. */

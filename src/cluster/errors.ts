@@ -150,3 +150,12 @@ export function asClusterError(endpoint: ClusterEndpoint, operation: string, err
   const message = error instanceof Error ? error.message : String(error);
   return new InternalError(`${operation} on ${cluster}: ${message}`, { cause: error });
 }
+
+/** Awaits `operation` on `endpoint`, its failure reported as the API reports a cluster's (`asClusterError`). */
+export async function onCluster<T>(endpoint: ClusterEndpoint, what: string, operation: Promise<T>): Promise<T> {
+  try {
+    return await operation;
+  } catch (error) {
+    throw asClusterError(endpoint, what, error);
+  }
+}

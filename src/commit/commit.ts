@@ -12,7 +12,9 @@
  * 1. the hand-off: change-event application (the one running, or a new one from its recorded
  *    position) applies every event through the commit point and stops (`appliedAt`);
  * 2. every temporary characteristic is restored (restore.ts, `restoredAt`);
- * 3. the destination's write blocking is lifted, the record says completed, and the sync's resume
+ * 3. for a reversible sync, the way back is recorded on both clusters (src/meta/way-back.ts: the
+ *    destination's time just before its user writes are allowed, and each side's write blocking);
+ * 4. the destination's write blocking is lifted, the record says completed, and the sync's resume
  *    document says COMMITTED.
  * A restore the destination refuses (duplicates that forbid a unique index) is reported by
  * namespace and index name in progress warnings and the log, and any other failure (a cluster
@@ -23,33 +25,31 @@
  */
 import { appendOplogNote, setUserWriteBlocking } from '../cluster/commands.js';
 import { asClusterError } from '../cluster/errors.js';
-import { redactUris } from '../domain/credentials.js';
 import { blocksDestination, blocksSource } from '../domain/start-request.js';
 import { describeTime } from '../domain/time.js';
 import { MetadataMissing } from '../errors/errors.js';
 import { NamespaceRecords } from '../meta/namespaces.js';
-import { ResumeStore } from '../meta/resume.js';
+import { ResumeStore, reversalsOf } from '../meta/resume.js';
+import { MetadataStore } from '../meta/store.js';
+import { WayBackRecord, type WayBackDocument } from '../meta/way-back.js';
 import type { CommitContext, CommitPhase, PhaseOutcome, PhaseStatus } from '../phase/contract.js';
 import { CommitRecord } from '../meta/commit.js';
+import { RetryUntilDone } from '../phase/retry-until-done.js';
 import { describeFailure, planRestore, runRestore, type RestoreFailure } from './restore.js';
 
 export class Commit implements CommitPhase {
   readonly name = 'commit';
   readonly #context: CommitContext;
   readonly #record: CommitRecord;
-  /** Restores the destination refused in the last try. */
-  #refused: string[] = [];
-  /** Why the last try failed otherwise (retried). */
-  #problem: string | undefined;
+  readonly #tries: RetryUntilDone;
   /** Every event through the commit point is applied: nothing lags any more. */
   #appliedThrough = false;
-  #stopping = false;
-  #wake: (() => void) | undefined;
   #running: Promise<PhaseOutcome> | undefined;
 
   constructor(context: CommitContext) {
     this.#context = context;
     this.#record = new CommitRecord(context.store);
+    this.#tries = new RetryUntilDone('commit', context.settings.commit.retryIntervalMs, context.logger);
   }
 
   async recover(): Promise<void> {
@@ -87,39 +87,25 @@ export class Commit implements CommitPhase {
   }
 
   async stop(): Promise<void> {
-    this.#stopping = true;
-    this.#wake?.();
+    this.#tries.stop();
     await this.#running?.catch(() => undefined);
   }
 
   status(): PhaseStatus {
-    const status: PhaseStatus = { warnings: this.#problem === undefined ? [...this.#refused] : [...this.#refused, this.#problem] };
+    const status: PhaseStatus = { warnings: this.#tries.warnings() };
     if (this.#appliedThrough) status.figures = { lag: { overallSeconds: 0, crudSeconds: 0, ddlSeconds: 0 } };
     return status;
   }
 
   /** Tries until the commit completes (`done`) or Ferry stops (`stopped`). */
   async #finish(): Promise<PhaseOutcome> {
-    const { logger, settings } = this.#context;
-    const retryMs = settings.commit.retryIntervalMs;
-    for (;;) {
-      try {
-        const refused = await this.#finishOnce();
-        this.#problem = undefined;
-        this.#refused = refused.map(describeFailure);
-        for (const warning of this.#refused) logger.error(warning);
-        if (refused.length === 0) break;
-      } catch (error) {
-        if (this.#stopping) return 'stopped';
-        this.#problem = `The commit could not finish yet and is retried every ${retryMs / 1000} s: ${redactUris((error as Error).message)}`;
-        logger.error({ err: error }, 'The commit could not finish yet; retrying');
-        await this.#context.changeApplication.retire();
-      }
-      await this.#pause(retryMs);
-      if (this.#stopping) return 'stopped';
-    }
-    logger.info('Commit completed: the destination is complete and writable');
-    return 'done';
+    const { changeApplication, logger } = this.#context;
+    const outcome = await this.#tries.run(
+      async () => (await this.#finishOnce()).map(describeFailure),
+      () => changeApplication.retire(),
+    );
+    if (outcome === 'done') logger.info('Commit completed: the destination is complete and writable');
+    return outcome;
   }
 
   /** One try from the record (see the module comment); the restores the destination refused, if any. */
@@ -143,6 +129,7 @@ export class Commit implements CommitPhase {
       await this.#record.mark('restoredAt');
     }
     if (blocksDestination(request.enableUserWriteBlocking)) {
+      if (request.reversible) await this.#recordWayBack();
       await setUserWriteBlocking(destination.client, false);
       logger.info('Commit: user writes on the destination are allowed again');
     }
@@ -151,14 +138,23 @@ export class Commit implements CommitPhase {
     return [];
   }
 
-  #pause(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const timer = setTimeout(done, ms);
-      function done() {
-        clearTimeout(timer);
-        resolve();
-      }
-      this.#wake = done;
-    });
+  /**
+   * Records where a reverse starts, on the destination then on the source, before the
+   * destination's user writes are allowed (src/meta/way-back.ts); a time recorded by an
+   * interrupted earlier try is kept.
+   */
+  async #recordWayBack(): Promise<void> {
+    const { source, destination, request, store, resume, logger } = this.#context;
+    const reversals = reversalsOf(resume);
+    const records = [new WayBackRecord(store), new WayBackRecord(new MetadataStore(source.client, store.instance))];
+    let recorded: WayBackDocument | null = null;
+    for (const record of records) recorded ??= await record.read(reversals);
+    const writableAt =
+      recorded?.writableAt ?? (await appendOplogNote(destination, 'user writes allowed: a reverse applies from here', store.instance));
+    const userWritesBlocked = { [request.source]: true, [request.destination]: false } as WayBackDocument['userWritesBlocked'];
+    for (const record of records) {
+      await record.write({ reversals, source: request.source, destination: request.destination, writableAt, userWritesBlocked });
+    }
+    logger.info({ writableAt: describeTime(writableAt) }, 'Commit: the way back is recorded on both clusters');
   }
 }

@@ -279,7 +279,9 @@ export const OPTIONS = {
     max: 3_600_000,
     unit: 'milliseconds',
     default: 10_000,
-    help: 'how often a commit waiting on a refused restore (or an unreachable cluster) tries again',
+    help:
+      'how often a commit waiting on a refused restore, or a reverse on a refused temporary change ' +
+      '(or either on an unreachable cluster), tries again',
   },
 } as const satisfies Record<string, OptionSpec>;
 

@@ -83,7 +83,10 @@ export interface SyncSettings {
   copy: CopySettings;
   cea: CeaSettings;
   commit: {
-    /** How long a commit waiting on a refused restore or a cluster error waits before trying again (`FERRY_COMMIT_RETRY_INTERVAL_MS`). */
+    /**
+     * How long a commit waiting on a refused restore, or a reverse on a refused temporary change, or either on a
+     * cluster error, waits before trying again (`FERRY_COMMIT_RETRY_INTERVAL_MS`).
+     */
     retryIntervalMs: number;
   };
   verification: VerificationSettings;

@@ -84,5 +84,14 @@ export function blocksSource(mode: WriteBlocking): boolean {
   return mode === 'sourceAndDestination';
 }
 
+/**
+ * The request of the sync that runs the other way once `request`'s sync is reversed: the same
+ * options, source and destination swapped (`reverse` needs a reversible sync, which has neither
+ * filters nor `sharding`, so nothing else depends on the direction).
+ */
+export function reversedRequest(request: StartRequest): StartRequest {
+  return { ...request, source: request.destination, destination: request.source };
+}
+
 /** The privileges on a cluster that write blocking needs of Ferry's user there (the built-in restore or root role has both). */
 export const WRITE_BLOCKING_PRIVILEGES = ['bypassWriteBlockingMode', 'setUserWriteBlockMode'] as const;

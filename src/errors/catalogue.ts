@@ -42,14 +42,29 @@ export const ERROR_CATALOGUE = {
   NotReversible: {
     status: 409,
     message: '{detail}',
-    when: '`reverse` after a sync not started `reversible` with write blocking on both clusters',
+    when:
+      '`reverse` after a sync not started `reversible` with write blocking on both clusters, ' +
+      'or whose record of where the way back starts is gone from both clusters',
   },
   RequestTooLarge: { status: 413, message: '{detail}', when: 'body over 1 MiB' },
   ChangeStreamsUnavailable: { status: 422, message: '{detail}', when: 'the source is a standalone server' },
   UnsupportedTopology: { status: 422, message: '{detail}', when: 'the destination is a standalone server, or sharded → replica set' },
   ShardingRequired: { status: 422, message: '{detail}', when: 'replica set → sharded cluster without `sharding`' },
   ShardingNotAllowed: { status: 422, message: '{detail}', when: '`sharding` in any other configuration' },
-  ReversibleNotSupported: { status: 422, message: '{detail}', when: '`reversible` with replica set → sharded cluster' },
+  ReversibleNotSupported: {
+    status: 422,
+    message: '{detail}',
+    when:
+      '`reversible` with replica set → sharded cluster, sharded clusters with different shard counts, ' +
+      'different major versions, or a cluster older than MongoDB 6.0',
+  },
+  ReverseHistoryLost: {
+    status: 422,
+    message: `{cluster}'s oplog no longer reaches back to {time}, when it became writable: the writes made there since the cut-over \
+cannot be carried back, so this sync cannot be reversed. Nothing was changed (the sync stays COMMITTED); going back now takes a new \
+sync from {cluster} into an empty cluster`,
+    when: "`reverse` once the committed destination's oplog no longer holds the time it became writable",
+  },
   DestinationNotEmpty: {
     status: 422,
     message: '{detail}',

@@ -17,6 +17,9 @@
  *   the embedded verifier's state (one document per instance: its streams' positions and where
  *   its passes stand), the `_id` ranges it scans, the documents waiting to be checked again, and
  *   the differences it found (src/verify/).
+ * - `wayBack`: one document per instance, on both clusters of a committed reversible sync: where
+ *   a reverse starts applying (the destination's time when it became writable) and which cluster
+ *   blocks user writes (see way-back.ts).
  */
 export const METADATA_COLLECTIONS = Object.freeze({
   resume: 'resume',
@@ -29,4 +32,5 @@ export const METADATA_COLLECTIONS = Object.freeze({
   verificationPartitions: 'verificationPartitions',
   verificationRechecks: 'verificationRechecks',
   verificationMismatches: 'verificationMismatches',
+  wayBack: 'wayBack',
 });

@@ -11,7 +11,7 @@
 import type { Timestamp } from 'bson';
 import type { StartRequest } from '../domain/start-request.js';
 import type { RecoverableState, SyncPhase } from '../domain/states.js';
-import { InstanceCollection, type MetadataStore } from './store.js';
+import { InstanceCollection, storedNumber, type MetadataStore } from './store.js';
 import { MAJORITY } from '../cluster/concerns.js';
 
 export interface PhaseTransition {
@@ -31,6 +31,19 @@ export interface ResumeDocument {
   startAtOperationTime: Timestamp;
   /** True once every selected namespace has its record (the catalog snapshot is complete). */
   catalogRecorded: boolean;
+  /**
+   * How many times the sync has been reversed: 0 for the sync `start` began, n + 1 for the sync
+   * that reverses sync n (its metadata lives on its own destination, the other cluster). Where
+   * both clusters hold a resume document of this instance, the higher count is the sync that
+   * runs now (src/recovery/find-sync.ts). Absent (documents written before reverse existed): 0.
+   */
+  reversals?: number;
+  /**
+   * Set when the sync began with its initial copy already complete, as of that source time: a
+   * reversed sync, whose clusters were equal when T0 was taken (src/reverse/). Change-event
+   * application then neither waits for a copy nor keeps tombstones.
+   */
+  copyCompletedAt?: Timestamp;
   /** Why the sync last stopped on an error (cleared when it runs again). */
   lastError?: string;
   ferryVersion: string;
@@ -38,11 +51,18 @@ export interface ResumeDocument {
   updatedAt: Date;
 }
 
+/** How many times the sync of `doc` has been reversed (see `ResumeDocument.reversals`). */
+export function reversalsOf(doc: Pick<ResumeDocument, 'reversals'>): number {
+  return storedNumber(doc.reversals);
+}
+
 /** What `create` needs; the rest starts empty. */
 export interface NewResume {
   request: StartRequest;
   startAtOperationTime: Timestamp;
   ferryVersion: string;
+  /** A reversed sync's: its state (REVERSING), reversal count and copy already complete (phase `copied`). Default: a new sync. */
+  reversal?: { state: RecoverableState; reversals: number; copyCompletedAt: Timestamp };
 }
 
 export class ResumeStore extends InstanceCollection<ResumeDocument> {
@@ -56,21 +76,28 @@ export class ResumeStore extends InstanceCollection<ResumeDocument> {
     return this.collection.findOne({ _id: this.instance });
   }
 
-  /** Records a new sync (state RUNNING, phase `planning`). Fails if this instance already has one. */
+  /**
+   * Records a new sync (state RUNNING, phase `planning`; a reversed sync: its own state, phase
+   * `copied`). Fails if this instance already has one.
+   */
   async create(fresh: NewResume): Promise<ResumeDocument> {
     const now = new Date();
+    const { reversal } = fresh;
+    const phase: SyncPhase = reversal === undefined ? 'planning' : 'copied';
     const doc: ResumeDocument = {
       _id: this.instance,
-      state: 'RUNNING',
-      phase: 'planning',
-      transitions: [{ phase: 'planning', at: now }],
+      state: reversal?.state ?? 'RUNNING',
+      phase,
+      transitions: [{ phase, at: now }],
       request: fresh.request,
       startAtOperationTime: fresh.startAtOperationTime,
       catalogRecorded: false,
+      reversals: reversal?.reversals ?? 0,
       ferryVersion: fresh.ferryVersion,
       createdAt: now,
       updatedAt: now,
     };
+    if (reversal !== undefined) doc.copyCompletedAt = reversal.copyCompletedAt;
     await this.collection.insertOne(doc, { writeConcern: MAJORITY });
     return doc;
   }

@@ -3,8 +3,8 @@
  *
  * A phase owns one part of the migration and the metadata records of that part: planning
  * (src/plan/planning.ts), the initial copy (src/copy/initial-copy.ts), change-event application
- * (src/cea/applier.ts), commit (src/commit/commit.ts), verification (src/verify/verifier.ts); later reverse and the
- * coordination of several instances. The sync (src/sync/orchestrator.ts) only sequences phases:
+ * (src/cea/applier.ts), commit (src/commit/commit.ts), verification (src/verify/verifier.ts), reverse
+ * (src/reverse/reverse.ts); later the coordination of several instances. The sync (src/sync/orchestrator.ts) only sequences phases:
  * it builds them from the factories the composition root gives it (src/cli/compose.ts), and
  *
  * - calls `recover()` on each when a run begins (after a restart, or a resume): the phase reads
@@ -91,6 +91,35 @@ export interface VerificationPhase extends Phase {
   report(skip: number, limit: number): Promise<VerificationReport>;
 }
 
+/**
+ * Reverse: checks and records the reversed sync while the request waits (`begin`), then prepares
+ * its destination in the background (`start`, state REVERSING) until the reversed sync can run.
+ */
+export interface ReversePhase extends Phase {
+  /** Checks that the committed sync can be reversed, then records the reversed sync (REVERSING); a refusal changes nothing. */
+  begin(): Promise<void>;
+}
+
+/**
+ * What reverse is built with: the reversed sync (clusters, request and metadata in its direction:
+ * its destination is the committed sync's source) and the committed sync's metadata.
+ */
+export interface ReverseContext {
+  source: Cluster;
+  destination: Cluster;
+  /** The reversed sync's request (src/domain/start-request.ts `reversedRequest`). */
+  request: StartRequest;
+  /** The reversed sync's metadata, on its destination. */
+  store: MetadataStore;
+  /** The committed sync's metadata, on its destination (the reversed sync's source). */
+  committed: MetadataStore;
+  /** `ResumeDocument.reversals` of the committed sync. */
+  reversals: number;
+  ferryVersion: string;
+  settings: SyncSettings;
+  logger: Logger;
+}
+
 /** What every phase is built with: the sync it belongs to. */
 export interface SyncContext {
   /** The sync's clusters, in its direction. */
@@ -130,4 +159,6 @@ export interface PhaseFactories {
   commit(context: CommitContext): CommitPhase;
   /** Built when the sync verifies (the start request and `--disableVerification` allow it). */
   verification?(context: SyncContext): VerificationPhase;
+  /** Reverse (src/reverse/): from a committed reversible sync to the sync the other way. */
+  reverse(context: ReverseContext): ReversePhase;
 }

@@ -33,7 +33,7 @@ export interface CreatePlan {
 }
 
 /** mongod reports "no limit" on a capped collection's `max` as 0, a negative number or 2^31-1. */
-function cappedMax(max: unknown): number | undefined {
+export function cappedMax(max: unknown): number | undefined {
   if (max === undefined || max === null) return undefined;
   const value = Number(max);
   return value <= 0 || value >= 0x7fffffff ? undefined : value;

@@ -5,7 +5,7 @@
  * namespace on the destination. Fails with the first problem found, as a named FerryError.
  */
 import type { MongoClient } from 'mongodb';
-import { hello, listDatabaseNames, topologyOf, type Topology } from '../cluster/commands.js';
+import { hello, listDatabaseNames, serverVersion, shardCount, topologyOf, type Topology } from '../cluster/commands.js';
 import { connect } from '../cluster/connect.js';
 import { asClusterError } from '../cluster/errors.js';
 import { nameCluster, type ClusterEndpoint, type ClusterName } from '../domain/clusters.js';
@@ -70,6 +70,62 @@ export function checkTopologies(
   }
 }
 
+/** What the reversible rules look at on each cluster. */
+export interface ReversibleFacts {
+  topology: Topology;
+  /** `buildInfo` `versionArray`: major first. */
+  version: number[];
+  /** Shards of a sharded cluster. */
+  shards?: number;
+}
+
+/** mongosync's reverse needs MongoDB 6.0 or later on both clusters (`setUserWriteBlockMode`, `forceNonUnique`). */
+const REVERSIBLE_MIN_MAJOR = 6;
+
+/**
+ * The rules a `reversible` sync adds, where mongosync's reverse refuses (reference.md, mongosync's
+ * `reverse` requirements): both clusters MongoDB 6.0 or later, of the same major version, and,
+ * when sharded, with as many shards. (Replica set → sharded is refused by `checkTopologies`.)
+ */
+export function checkReversible(
+  request: StartRequest,
+  facts: Record<'source' | 'destination', ReversibleFacts>,
+  clusters: PreflightOptions['clusters'],
+): void {
+  if (!request.reversible) return;
+  const name = { source: describe(clusters[request.source]), destination: describe(clusters[request.destination]) };
+  for (const side of ['source', 'destination'] as const) {
+    const major = facts[side].version[0] ?? 0;
+    if (major < REVERSIBLE_MIN_MAJOR) {
+      throw new ReversibleNotSupported(
+        `${side} ${name[side]} runs MongoDB ${facts[side].version.join('.')}; a reversible sync needs 6.0 or later on both clusters`,
+      );
+    }
+  }
+  const [sourceMajor, destinationMajor] = [facts.source.version[0], facts.destination.version[0]];
+  if (sourceMajor !== destinationMajor) {
+    throw new ReversibleNotSupported(
+      `a reversible sync needs both clusters on the same major version: ${name.source} runs ${sourceMajor}, ` +
+        `${name.destination} ${destinationMajor}`,
+    );
+  }
+  const { shards: sourceShards } = facts.source;
+  const { shards: destinationShards } = facts.destination;
+  if (facts.source.topology === 'sharded' && facts.destination.topology === 'sharded' && sourceShards !== destinationShards) {
+    throw new ReversibleNotSupported(
+      `a reversible sync between sharded clusters needs as many shards on each: ${name.source} has ${sourceShards}, ` +
+        `${name.destination} ${destinationShards}`,
+    );
+  }
+}
+
+/** What `checkReversible` needs of one cluster. */
+async function reversibleFacts(endpoint: ClusterEndpoint, client: MongoClient, topology: Topology): Promise<ReversibleFacts> {
+  const version = await ask(endpoint, 'buildInfo', () => serverVersion(client));
+  if (topology !== 'sharded') return { topology, version };
+  return { topology, version, shards: await ask(endpoint, 'listShards', () => shardCount(client)) };
+}
+
 /** Namespaces the request selects that already hold a document on the destination. */
 async function occupiedNamespaces(client: MongoClient, endpoint: ClusterEndpoint, request: StartRequest): Promise<string[]> {
   const selector = createNamespaceSelector(request.includeNamespaces, request.excludeNamespaces);
@@ -103,7 +159,15 @@ export async function runPreflight(request: StartRequest, options: PreflightOpti
   try {
     const helloOf = (endpoint: ClusterEndpoint, client: MongoClient) => ask(endpoint, 'hello', () => hello(client));
     const [sourceHello, destinationHello] = await Promise.all([helloOf(source, sourceClient), helloOf(destination, destinationClient)]);
-    checkTopologies(request, topologyOf(sourceHello), topologyOf(destinationHello), options.clusters);
+    const [sourceTopology, destinationTopology] = [topologyOf(sourceHello), topologyOf(destinationHello)];
+    checkTopologies(request, sourceTopology, destinationTopology, options.clusters);
+    if (request.reversible) {
+      const [sourceFacts, destinationFacts] = await Promise.all([
+        reversibleFacts(source, sourceClient, sourceTopology),
+        reversibleFacts(destination, destinationClient, destinationTopology),
+      ]);
+      checkReversible(request, { source: sourceFacts, destination: destinationFacts }, options.clusters);
+    }
 
     const occupied = await occupiedNamespaces(destinationClient, destination, request);
     if (occupied.length > 0) {

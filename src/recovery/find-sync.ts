@@ -5,7 +5,10 @@
  * application after its resume token (src/cea/), a commit from its last stage (src/commit/).
  *
  * The metadata lives on the destination of the sync it describes, so both clusters are looked
- * at (read-only). Found only on the other cluster, it is not this sync's to continue: the flags
+ * at (read-only). After a reverse both may hold a sync of this instance, each on its own
+ * destination: the committed one and the one reversing it, whose `reversals` count is higher
+ * (src/reverse/); the higher count is the sync that runs now. Found only on the other cluster, it
+ * is not this sync's to continue: the flags
  * name the clusters the other way round (continuing would write-block and write to the source),
  * or its destination is elsewhere; Ferry refuses to start rather than guess. A cluster that cannot
  * be reached (within the cluster timeout) is logged and skipped: Ferry starts IDLE, and a restart
@@ -16,13 +19,27 @@ import { asClusterError, isServerError } from '../cluster/errors.js';
 import { CLUSTER_NAMES, nameCluster, type ClusterEndpoint, type ClusterName } from '../domain/clusters.js';
 import { InvalidStateTransition } from '../errors/errors.js';
 import type { Logger } from '../log/logger.js';
-import { ResumeStore, type ResumeDocument } from '../meta/resume.js';
+import { ResumeStore, reversalsOf, type ResumeDocument } from '../meta/resume.js';
 import { MetadataStore } from '../meta/store.js';
 
 export interface RecordedSync {
   /** The cluster that holds it: the sync's destination. */
   cluster: ClusterName;
   doc: ResumeDocument;
+}
+
+/**
+ * Of the syncs found, the one to continue (on its own destination, the latest direction) and one
+ * found where it does not belong (its destination is the other cluster), if any.
+ */
+export function chooseRecordedSync(found: readonly RecordedSync[]): { chosen?: RecordedSync; misplaced?: RecordedSync } {
+  const placed = found.filter(({ cluster, doc }) => doc.request.destination === cluster);
+  const chosen = placed.reduce<RecordedSync | undefined>(
+    (latest, each) => (latest === undefined || reversalsOf(each.doc) > reversalsOf(latest.doc) ? each : latest),
+    undefined,
+  );
+  const misplaced = found.find(({ cluster, doc }) => doc.request.destination !== cluster);
+  return { ...(chosen === undefined ? {} : { chosen }), ...(misplaced === undefined ? {} : { misplaced }) };
 }
 
 /** The sync this instance recorded, if any (see the module comment). */
@@ -48,8 +65,7 @@ export async function findRecordedSync(
       }
     }),
   );
-  const chosen = found.find(({ cluster, doc }) => doc.request.destination === cluster);
-  const misplaced = found.find(({ cluster, doc }) => doc.request.destination !== cluster);
+  const { chosen, misplaced } = chooseRecordedSync(found);
   if (chosen === undefined && misplaced !== undefined) {
     throw new InvalidStateTransition(
       `${nameCluster(clusters[misplaced.cluster])} (${misplaced.cluster}) holds the metadata of a sync with id "${id}" ` +

@@ -6,7 +6,7 @@
  */
 import type { Logger } from '../log/logger.js';
 import { buildProgress, type Progress } from './progress.js';
-import type { StartRequest } from '../domain/start-request.js';
+import { reversedRequest, type StartRequest } from '../domain/start-request.js';
 import type { ClusterEndpoint } from '../domain/clusters.js';
 import { redactUris } from '../domain/credentials.js';
 import type { SyncEvent, SyncControl } from '../domain/sync-control.js';
@@ -126,7 +126,7 @@ export class StateMachine {
         );
       }
       await this.#sync.reverse();
-      this.#request = { ...request, source: request.destination, destination: request.source };
+      this.#request = reversedRequest(request);
       this.#moveTo(COMMANDS.reverse.to);
     });
   }

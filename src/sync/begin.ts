@@ -9,7 +9,7 @@
  */
 import { appendOplogNote, missingWriteBlockingPrivileges, setUserWriteBlocking } from '../cluster/commands.js';
 import type { Cluster } from '../cluster/connect.js';
-import { asClusterError } from '../cluster/errors.js';
+import { asClusterError, onCluster } from '../cluster/errors.js';
 import { nameCluster } from '../domain/clusters.js';
 import { blocksDestination, blocksSource, type StartRequest } from '../domain/start-request.js';
 import { InsufficientPrivileges, InvalidStateTransition, NotImplemented } from '../errors/errors.js';
@@ -25,38 +25,25 @@ export interface SyncTarget {
   resume: ResumeStore;
 }
 
-/**
- * What this build cannot do, refused before anything is touched. A `reversible` sync is refused
- * at start rather than at `reverse`: by then the operator would have committed, with the source
- * left write-blocked, counting on a way back that does not exist.
- */
+/** What this build cannot do, refused before anything is touched. */
 export function refuseUnsupported(request: StartRequest): void {
   if ((request.sharding?.shardingEntries.length ?? 0) > 0) {
     throw new NotImplemented(
       'sharding collections on the destination (sharding.shardingEntries) is not implemented in this build of Ferry',
     );
   }
-  if (request.reversible) {
-    throw new NotImplemented(
-      'reversible syncs are not implemented in this build of Ferry (it cannot sync back from the destination); start with reversible false',
-    );
-  }
 }
 
 /** Runs `operation` on `cluster`, its failure reported as the API reports a cluster's. */
-async function on<T>(cluster: Cluster, what: string, operation: Promise<T>): Promise<T> {
-  try {
-    return await operation;
-  } catch (error) {
-    throw asClusterError(cluster.endpoint, what, error);
-  }
+function on<T>(cluster: Cluster, what: string, operation: Promise<T>): Promise<T> {
+  return onCluster(cluster.endpoint, what, operation);
 }
 
 /**
  * Write blocking needs Ferry's user to bypass it and to set it on each cluster the mode blocks
  * (clusters without access control need nothing).
  */
-async function checkWriteBlockingPrivileges(target: SyncTarget): Promise<void> {
+export async function checkWriteBlockingPrivileges(target: Pick<SyncTarget, 'request' | 'source' | 'destination'>): Promise<void> {
   const mode = target.request.enableUserWriteBlocking;
   const blocked = [...(blocksDestination(mode) ? [target.destination] : []), ...(blocksSource(mode) ? [target.source] : [])];
   for (const cluster of blocked) {

@@ -14,8 +14,13 @@
  *   machine hears `failed`: the sync pauses, and `resume` continues from the checkpoints.
  * - `commit`: the commit phase begins while the request waits, then finishes in the background
  *   (its retries and its hand-off of change-event application are src/commit/'s); `commitCompleted`.
+ * - `reverse`: the reverse phase checks the committed sync and records the reversed one while the
+ *   request waits (src/reverse/), then prepares it in the background (REVERSING); the reversed sync
+ *   (clusters swapped, metadata on its own destination) replaces the committed one, is launched,
+ *   and `reverseCompleted`. Its events applied are counted from zero in progress.
  * - `recover` (process start): src/recovery/ finds the recorded sync; a RUNNING one is launched,
- *   a COMMITTING one's commit finishes, a PAUSED one waits for `resume`.
+ *   a COMMITTING one's commit finishes, a REVERSING one's reverse finishes and is launched, a
+ *   PAUSED one waits for `resume`.
  * - Verification (when the request and `--disableVerification` allow it) starts with each run and
  *   runs on through COMMITTING and after COMMITTED until its final pass is done; pause and stop
  *   halt it with the rest. It never fails the sync (it retries by itself) and is told of a commit.
@@ -27,20 +32,20 @@ import { asClusterError } from '../cluster/errors.js';
 import type { SyncSettings } from '../config/settings.js';
 import type { ClusterEndpoint, ClusterName } from '../domain/clusters.js';
 import { redactUris } from '../domain/credentials.js';
-import { blocksDestination, type StartRequest } from '../domain/start-request.js';
+import { blocksDestination, reversedRequest, type StartRequest } from '../domain/start-request.js';
 import type { RecoveredState, SyncControl, SyncEvent, SyncSnapshot } from '../domain/sync-control.js';
 import type { VerificationReport } from '../domain/verification.js';
-import { InvalidStateTransition, MetadataMissing, NotImplemented } from '../errors/errors.js';
+import { InvalidStateTransition, MetadataMissing } from '../errors/errors.js';
 import type { Logger } from '../log/logger.js';
-import { ResumeStore, type ResumeDocument } from '../meta/resume.js';
+import { ResumeStore, reversalsOf, type ResumeDocument } from '../meta/resume.js';
 import { MetadataStore } from '../meta/store.js';
 import type { CounterValues } from '../metrics/counters.js';
 import { HistogramSet } from '../metrics/histograms.js';
-import type { CommitPhase, PhaseFactories, PhaseStatus } from '../phase/contract.js';
+import type { CommitPhase, PhaseFactories, PhaseStatus, ReversePhase } from '../phase/contract.js';
 import { mergeStatuses, sumCounters } from '../phase/status.js';
 import { runPreflight } from '../plan/preflight.js';
 import { findRecordedSync } from '../recovery/find-sync.js';
-import { beginSync, refuseUnsupported } from './begin.js';
+import { beginSync, checkWriteBlockingPrivileges, refuseUnsupported } from './begin.js';
 import { changeApplicationHandoff, syncContext, type ActiveSync, type Run } from './run.js';
 
 export interface SyncOrchestratorOptions {
@@ -64,8 +69,10 @@ export class SyncOrchestrator implements SyncControl {
   #sync: ActiveSync | undefined;
   /** Statuses of the phases of runs that ended (their counters count on). */
   #retired: PhaseStatus[] = [];
-  /** Why a sync recovered PAUSED had stopped (from its metadata), until it runs again. */
+  /** Why a sync recovered PAUSED had stopped (from its metadata), until it runs again; or why a reversed sync could not be launched. */
   #recoveredFailure: string | undefined;
+  /** Events applied in earlier directions of the sync: progress counts the current direction's only. */
+  #eventsBeforeReverse = 0;
   #closed = false;
 
   constructor(options: SyncOrchestratorOptions) {
@@ -104,11 +111,16 @@ export class SyncOrchestrator implements SyncControl {
     if (found === undefined) return undefined;
     const { doc } = found;
     const sync = (this.#sync = this.#target(doc.request));
-    await this.#prepare(sync, doc);
     this.#logger.info(
-      { state: doc.state, phase: doc.phase, destination: found.cluster },
+      { state: doc.state, phase: doc.phase, destination: found.cluster, reversals: reversalsOf(doc) },
       `Recovered a sync in state ${doc.state}, phase ${doc.phase}`,
     );
+    // Reversing: its run is prepared once the reverse is done.
+    if (doc.state === 'REVERSING') {
+      this.#finishReverse(sync, this.#newReverse(sync, reversalsOf(doc) - 1));
+      return { state: doc.state, request: doc.request };
+    }
+    await this.#prepare(sync, doc);
     if (doc.state === 'PAUSED' && doc.lastError !== undefined) {
       this.#recoveredFailure =
         `The sync stopped on an error before Ferry restarted and is ` +
@@ -261,16 +273,66 @@ export class SyncOrchestrator implements SyncControl {
     })().catch((error: unknown) => this.#logger.error({ err: error }, 'The commit stopped unexpectedly'));
   }
 
+  /** The reverse phase that turns the committed sync (reversed `reversals` times) into `sync`, the reversed one. */
+  #newReverse(sync: ActiveSync, reversals: number): ReversePhase {
+    return this.#options.phases.reverse({
+      source: sync.source,
+      destination: sync.destination,
+      request: sync.request,
+      store: sync.store,
+      committed: new MetadataStore(sync.source.client, this.#options.id),
+      reversals,
+      ferryVersion: this.#options.ferryVersion ?? 'unknown',
+      settings: this.#options.settings,
+      logger: this.#logger,
+    });
+  }
+
   async reverse(): Promise<void> {
-    throw new NotImplemented(
-      'reverse (syncing from the committed destination back to the source) is not ' +
-        'implemented in this build of Ferry; the destination stays committed and writable',
-    );
+    const committed = this.#requireSync('reverse');
+    const doc = await committed.resume.read().catch((error: unknown) => {
+      throw asClusterError(committed.destination.endpoint, 'reading the metadata', error);
+    });
+    if (doc?.state !== 'COMMITTED') {
+      throw new InvalidStateTransition(`reverse: the metadata says the sync is ${doc?.state ?? 'gone'}, not COMMITTED`);
+    }
+    const sync = this.#target(reversedRequest(committed.request));
+    await checkWriteBlockingPrivileges(sync);
+    const reverse = this.#newReverse(sync, reversalsOf(doc));
+    await reverse.begin();
+    // Recorded: the reversed sync replaces the committed one, which has nothing left running.
+    await this.#halt(committed);
+    this.#eventsBeforeReverse = this.counters().appliedEvents;
+    this.#retire(committed);
+    this.#recoveredFailure = undefined;
+    this.#sync = sync;
+    this.#finishReverse(sync, reverse);
+  }
+
+  /** Runs `reverse` to its end in the background, then launches the reversed sync and reports `reverseCompleted`. */
+  #finishReverse(sync: ActiveSync, reverse: ReversePhase): void {
+    sync.reverse = reverse;
+    sync.reversing = (async () => {
+      await reverse.recover();
+      if ((await reverse.start()) !== 'done' || this.#closed) return;
+      const doc = await sync.resume.read();
+      if (doc === null) throw new MetadataMissing({ record: 'resume document' });
+      const run = await this.#prepare(sync, doc);
+      sync.reverse = undefined;
+      // RUNNING before the run can report anything (a failure reported while REVERSING would be lost).
+      this.#report({ type: 'reverseCompleted' });
+      this.#launch(sync, run);
+    })().catch((error: unknown) => {
+      this.#logger.error({ err: error }, 'The reversed sync could not be launched');
+      this.#recoveredFailure =
+        `The reverse is recorded but the reversed sync could not be launched: ${redactUris((error as Error).message)}. ` +
+        'Restart Ferry to continue it.';
+    });
   }
 
   #statuses(): PhaseStatus[] {
     const sync = this.#sync;
-    const live = [...(sync?.run?.sequence ?? []), sync?.application, sync?.commit, sync?.verification].map(
+    const live = [...(sync?.run?.sequence ?? []), sync?.application, sync?.commit, sync?.verification, sync?.reverse].map(
       (phase) => phase?.status() ?? {},
     );
     return [...this.#retired.map(({ counters }) => ({ counters })), ...live];
@@ -279,7 +341,9 @@ export class SyncOrchestrator implements SyncControl {
   snapshot(): SyncSnapshot {
     if (this.#sync === undefined) return { info: null, eventsApplied: 0, readyToCommit: false, warnings: [] };
     const recovered: PhaseStatus = { warnings: this.#recoveredFailure === undefined ? [] : [this.#recoveredFailure] };
-    return mergeStatuses([recovered, ...this.#statuses()]);
+    const snapshot = mergeStatuses([recovered, ...this.#statuses()]);
+    snapshot.eventsApplied -= this.#eventsBeforeReverse;
+    return snapshot;
   }
 
   async verificationReport(skip: number, limit: number): Promise<VerificationReport | null> {
@@ -309,9 +373,9 @@ export class SyncOrchestrator implements SyncControl {
     this.#closed = true;
     const sync = this.#sync;
     if (sync !== undefined) {
-      const stopping = sync.commit?.stop();
+      const stopping = [sync.commit?.stop(), sync.reverse?.stop()];
       await this.#halt(sync);
-      await Promise.all([stopping, sync.committing]);
+      await Promise.all([...stopping, sync.committing, sync.reversing]);
     }
     await Promise.allSettled([...this.#clusters.values()].map((cluster) => cluster.client.close()));
     this.#histograms.close();

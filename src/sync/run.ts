@@ -14,6 +14,7 @@ import type {
   CommitPhase,
   Phase,
   PhaseStatus,
+  ReversePhase,
   SyncContext,
   VerificationPhase,
 } from '../phase/contract.js';
@@ -43,6 +44,9 @@ export interface ActiveSync extends SyncTarget {
   verification?: VerificationPhase;
   /** Whether `verification` has been started. */
   verificationStarted?: boolean;
+  /** Reverse, while the sync is REVERSING: it prepares this sync (the reversed one) before its first run. */
+  reverse?: ReversePhase;
+  reversing?: Promise<void>;
 }
 
 /** The context the phases of a run of `sync` from `doc` are built with. */

@@ -65,10 +65,21 @@ export class RecheckStore extends InstanceCollection<RecheckDocument> {
     await this.collection.bulkWrite(operations, { ordered: false });
   }
 
-  /** Re-checks due once events through `applied` are applied (oldest first), at most `limit`, but those in `skip` (in memory). */
-  async due(applied: Timestamp | undefined, limit: number, skip: readonly { ns: string; id: string }[] = []): Promise<StoredRecheck[]> {
+  /**
+   * Re-checks due once events through `applied` are applied (`all`: every one, nothing more will be
+   * applied), oldest first, at most `limit`, but those in `skip` (in memory).
+   */
+  async due(
+    applied: Timestamp | 'all' | undefined,
+    limit: number,
+    skip: readonly { ns: string; id: string }[] = [],
+  ): Promise<StoredRecheck[]> {
     const dueFilter =
-      applied === undefined ? { dueAt: { $exists: false } } : { $or: [{ dueAt: { $exists: false } }, { dueAt: { $lte: applied } }] };
+      applied === 'all'
+        ? {}
+        : applied === undefined
+          ? { dueAt: { $exists: false } }
+          : { $or: [{ dueAt: { $exists: false } }, { dueAt: { $lte: applied } }] };
     const docs = await this.collection
       .find({
         instance: this.instance,

@@ -206,8 +206,9 @@ export class Verifier implements VerificationPhase {
     return {
       warnings,
       figures: { verification: progress },
-      // mongosync: a commit waits for the verifier to be "in an appropriate state": every range compared once.
-      readyToCommit: progress.source.phase === 'stream hashing' && progress.destination.phase === 'stream hashing',
+      // mongosync: a commit waits for the verifier to be "in an appropriate state": every range compared once. A
+      // namespace scanned again after a DDL event does not take that back (the final pass waits for it).
+      readyToCommit: this.#record?.firstScanDoneAt !== undefined || progress.source.phase === 'stream hashing',
     };
   }
 
@@ -318,13 +319,14 @@ export class Verifier implements VerificationPhase {
 
   async #verify(): Promise<PhaseOutcome> {
     const { source, destination, logger } = this.#context;
+    // A new attempt: the last one's tasks are all settled (#verify's finally).
+    this.#halted = false;
     // Verification begins once the initial copy is complete (a commit is only possible after that).
     while (this.#syncPhase !== 'copied') {
       this.#checkStopping();
       await this.#pause(1000);
     }
     this.#checkStopping();
-    this.#halted = false;
     let record = (this.#record = (await this.#state.read()) ?? undefined);
     if (record?.completedAt !== undefined) {
       await this.#refreshFigures();
@@ -590,7 +592,8 @@ export class Verifier implements VerificationPhase {
       const applied = this.#commit.completed ? LAST_TIME : this.#applied;
       let due = this.#queue.due(applied, batch);
       if (due.length < batch) {
-        const stored = await this.#rechecks.due(applied, batch - due.length, this.#queue.storedInMemory());
+        // Not `LAST_TIME` in the query: a time that far is not one to send a server (a test cluster matched nothing below it).
+        const stored = await this.#rechecks.due(this.#commit.completed ? 'all' : applied, batch - due.length, this.#queue.storedInMemory());
         due = [...due, ...this.#queue.load(stored)];
       }
       if (due.length === 0) {

@@ -20,9 +20,14 @@ export class ClusterClock {
     return new Timestamp({ t: this.seconds, i: this.increment });
   }
 
-  /** On restart: continues after `ts` (the newest time handed out before), never going back. */
+  /**
+   * Hybrid logical clock: moves forward to `ts` when it is later than anything handed out, so
+   * that a node's next timestamp follows every cluster time it has been told of (mongod advances
+   * its logical clock to each `$clusterTime` it receives, from clients and other nodes alike).
+   * A node restarted on its data directory continues after the newest time it had handed out.
+   */
   advanceTo(ts: Timestamp): void {
-    if (compareTimestamps(ts, this.current()) > 0) {
+    if (ts.t > this.seconds || (ts.t === this.seconds && ts.i > this.increment)) {
       this.seconds = ts.t;
       this.increment = ts.i;
     }

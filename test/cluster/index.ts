@@ -5,8 +5,10 @@
 import { fileURLToPath } from 'node:url';
 import { ClusterServer, type ServerOptions } from './server.js';
 import { ClusterProcess } from './process.js';
+import { type ShardedClusterHandle, type ShardedClusterOptions, spawnShardedCluster, startShardedCluster } from './sharding/launch.js';
 
 export { ClusterProcess, type RestartOptions } from './process.js';
+export type { ShardedClusterHandle, ShardedClusterOptions, ShardMember, ClusterMember } from './sharding/launch.js';
 
 export type ClusterOptions = ServerOptions;
 
@@ -21,8 +23,13 @@ export function clusterUri(port: number, replSetName = 'rs0'): string {
   return `mongodb://127.0.0.1:${port}/?replicaSet=${replSetName}`;
 }
 
-/** Starts a node in this process. */
-export async function startCluster(options: ClusterOptions = {}): Promise<ClusterHandle & { server: ClusterServer }> {
+/** Starts a node in this process; with `shards`, a whole sharded cluster (sharding/launch.ts). */
+export function startCluster(options: ShardedClusterOptions): Promise<ShardedClusterHandle>;
+export function startCluster(options?: ClusterOptions): Promise<ClusterHandle & { server: ClusterServer }>;
+export async function startCluster(
+  options: ClusterOptions | ShardedClusterOptions = {},
+): Promise<ShardedClusterHandle | (ClusterHandle & { server: ClusterServer })> {
+  if ('shards' in options) return startShardedCluster(options);
   const server = new ClusterServer(options);
   const port = await server.listen();
   return { uri: clusterUri(port, server.instance.replSetName), port, server, stop: () => server.close() };
@@ -53,7 +60,13 @@ export const CLUSTER_MAIN = fileURLToPath(new URL('../../scripts/cluster.js', im
  * `stop()` sends SIGTERM and waits for the exit; `kill(signal)`, `start()`, `restart({signal})`,
  * `freeze()`, `resume()`. `nodeArgs` are extra flags for the child's node (benchmarks pass `--cpu-prof`).
  */
-export async function spawnCluster(options: ClusterOptions = {}, nodeArgs: string[] = []): Promise<ClusterProcess> {
+export function spawnCluster(options: ShardedClusterOptions, nodeArgs?: string[]): Promise<ShardedClusterHandle>;
+export function spawnCluster(options?: ClusterOptions, nodeArgs?: string[]): Promise<ClusterProcess>;
+export async function spawnCluster(
+  options: ClusterOptions | ShardedClusterOptions = {},
+  nodeArgs: string[] = [],
+): Promise<ShardedClusterHandle | ClusterProcess> {
+  if ('shards' in options) return spawnShardedCluster(options, nodeArgs);
   const node = new ClusterProcess(CLUSTER_MAIN, clusterArgs({ ...options, port: undefined }), nodeArgs, options.port ?? 0, options.users);
   await node.start();
   return node;

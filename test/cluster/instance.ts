@@ -53,6 +53,8 @@ export interface OpContext {
   bypassWriteBlocking?: boolean;
   /** The UUID a collection this operation creates gets (`applyOps` replaying a create with `ui`). */
   collectionUuid?: UUID;
+  /** The write belongs to a chunk migration (or a non-primary shard's DDL): `fromMigrate` in the oplog. */
+  fromMigrate?: boolean;
 }
 
 /** Databases whose writes are never user writes (they bypass write blocking). */
@@ -108,6 +110,11 @@ export class Instance {
   readonly dataDirectory: DataDirectory | undefined;
   /** Run around every command, in order (fail points, the data directory's journal). */
   readonly commandHooks: CommandHook[] = [];
+  /**
+   * The document key written to the oplog for a stored document: `{_id}` unless set (a shard
+   * puts the shard key fields first, as mongod does for sharded collections; sharding/).
+   */
+  documentKeyOf?: (collection: Collection, raw: Buffer, id: unknown) => Record<string, unknown>;
   private timers: NodeJS.Timeout[] = [];
   /** Aborted when the node stops: waits (awaitable hello, change-stream getMore) end early. */
   readonly stopping = new AbortController();
@@ -191,6 +198,7 @@ export class Instance {
       preImage: entry.preImage,
       postImage: entry.postImage,
       size: entry.size,
+      fromMigrate: ctx.fromMigrate ?? entry.fromMigrate,
     });
     return ts;
   }
@@ -217,9 +225,9 @@ export class Instance {
   }
 
   /** Creates a collection (explicitly or implicitly by a write) and records it. */
-  createCollection(ctx: OpContext, db: string, name: string, options: CollectionOptions = {}): Collection {
+  createCollection(ctx: OpContext, db: string, name: string, options: CollectionOptions = {}, uuid?: UUID): Collection {
     this.assertWritable(ctx, db);
-    const collection = this.catalog.addCollection(db, name, options, ctx.collectionUuid);
+    const collection = this.catalog.addCollection(db, name, options, uuid ?? ctx.collectionUuid);
     this.record(ctx, {
       op: 'c',
       ns: `${db}.$cmd`,
@@ -251,7 +259,7 @@ export class Instance {
       ns: collection.ns,
       ui: collection.uuid,
       o: raw,
-      o2: { _id: id },
+      o2: this.documentKeyOf?.(collection, raw, id) ?? { _id: id },
       size: raw.length,
     };
     if (ctx.lsid && ctx.txnNumber !== undefined) Object.assign(insert, session(ctx));
@@ -281,7 +289,7 @@ export class Instance {
       ui: collection.uuid,
       o: description ?? raw,
       replace: description === undefined,
-      o2: { _id: entry.id },
+      o2: this.documentKeyOf?.(collection, raw, entry.id) ?? { _id: entry.id },
       size: description ? 128 : raw.length,
       ...session(ctx),
       ...changeStreamImages(collection, before, raw),
@@ -296,12 +304,13 @@ export class Instance {
   }
 
   private recordDelete(ctx: OpContext, collection: Collection, entry: DocEntry): void {
+    const key = this.documentKeyOf?.(collection, entry.raw, entry.id) ?? { _id: entry.id };
     this.record(ctx, {
       op: 'd',
       ns: collection.ns,
       ui: collection.uuid,
-      o: { _id: entry.id },
-      o2: { _id: entry.id },
+      o: key,
+      o2: key,
       size: 64,
       ...session(ctx),
       ...changeStreamImages(collection, entry.raw),

@@ -36,6 +36,11 @@ export interface OplogEntry {
    */
   preImage?: Buffer;
   postImage?: Buffer;
+  /**
+   * Written by a chunk migration or by a DDL participant that is not the database's primary
+   * shard (mongod's `fromMigrate`): change streams leave it out unless `showMigrationEvents`.
+   */
+  fromMigrate?: boolean;
   /** Approximate bytes this entry holds, counted against the oplog size. */
   size: number;
 }

@@ -16,9 +16,10 @@ import { installValidation } from './validation.js';
 import { startTtlMonitor } from './ttl.js';
 import { installAccessControl, type AccessOptions } from './auth/access.js';
 import { installFailPoints } from './failpoints/commands.js';
+import { installClusterRole, type ClusterRoleOptions } from './sharding/role.js';
 import './commands/index.js';
 
-export interface ServerOptions extends InstanceOptions, AccessOptions {
+export interface ServerOptions extends InstanceOptions, AccessOptions, ClusterRoleOptions {
   /** TCP port (default 0: any free port). */
   port?: number;
   /** Interface to listen on (default 127.0.0.1). */
@@ -43,6 +44,7 @@ export class ClusterServer {
     installAccessControl(this.instance, options);
     startTtlMonitor(this.instance);
     installFailPoints(this.instance);
+    installClusterRole(this.instance, options);
     this.server = net.createServer((socket) => this.accept(socket));
   }
 

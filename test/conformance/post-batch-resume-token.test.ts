@@ -32,7 +32,7 @@ conformance('postBatchResumeToken', (target) => {
     let last: Timestamp | undefined;
     for (let i = 0; i < 3; i++) last = (await db.command({ insert: 'pbrt_other', documents: [{ i }] })).operationTime as Timestamp;
     // One getMore scans the unrelated inserts (mongod may need a second while they become visible).
-    let batch: Document[] = [];
+    const batch: Document[] = [];
     for (let attempt = 0; attempt < 5 && !notBefore(stream.pbrt, last!); attempt++) batch.push(...(await getMore(stream, 300)));
     await closeStream(stream);
     assert.deepEqual(batch, [], 'no event: the writes were to another collection');

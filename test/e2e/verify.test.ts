@@ -7,7 +7,8 @@
  * change stream). Each is reported by namespace, `_id` and kind in progress warnings, the log and
  * `GET /api/v1/verification`; an untouched sync reports clean after its final pass. A SIGKILL
  * during the initial scan and during stream hashing: the restarted verifier continues (finished
- * ranges are not compared again) and still finds a corruption planted before the kill.
+ * ranges are not compared again) and still finds a corruption planted before the kill. An attempt
+ * that fails on an error is taken up again from its records.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -123,10 +124,11 @@ describe('embedded verifier', () => {
       assert.deepEqual(report.partitions.total, report.partitions.scanned);
       assert.notEqual(report.completedAt, null);
       assert.deepEqual((await ferry.progress()).warnings, []);
-      assert.ok(
-        ferry.log().some((line) => String(line.message).startsWith('Verification finished after commit: the destination holds')),
-        'the outcome is logged',
-      );
+      // Logged right after it is recorded (the report may be read in between).
+      const logged = () =>
+        ferry.log().some((line) => String(line.message).startsWith('Verification finished after commit: the destination holds'));
+      for (let waited = 0; !logged() && waited < 5000; waited += 100) await new Promise((resolve) => setTimeout(resolve, 100));
+      assert.ok(logged(), 'the outcome is logged');
     } finally {
       assert.equal(await ferry.stop(), 0);
     }
@@ -309,6 +311,33 @@ describe('embedded verifier', () => {
       assert.equal(report.partitions.scanned, report.partitions.total);
     } finally {
       assert.equal(await second.stop(), 0);
+    }
+  });
+
+  it('an attempt that fails on an error is taken up again from its records, and still finds what differs', async (t) => {
+    if (!pair.local) return t.skip('fails a read with a fail point (test clusters only)');
+    const db = `verify_retry_${RUN}`;
+    await seed(db, ['docs'], 100);
+    const admin = destination.db('admin');
+    // The first range comparison's read on the destination fails with an error that is not passing.
+    await admin.command({
+      configureFailPoint: 'failCommand',
+      mode: { times: 1 },
+      data: { failCommands: ['find'], errorCode: 2, appName: 'ferry-verify' },
+    });
+    const ferry = await startFerry(ferryArgs(`verify-retry-${RUN}`));
+    try {
+      assert.equal((await ferry.post('start', startBody(db))).status, 200);
+      await ferry.waitForProgress((p) => p.warnings.some((w: string) => w.startsWith('Verification stopped on an error')), 60_000);
+      await coll(destination, db, 'docs').deleteOne({ _id: 9 });
+      const report = await ferry.waitForVerification((r) => r.mismatchCount >= 1, 60_000);
+      assert.deepEqual(keysOf(report, db), ['docs|9|missing']);
+      const ready = await ferry.waitForProgress((p) => p.canCommit === true, 60_000);
+      assert.equal(ready.verification.source.phase, 'stream hashing');
+      assert.ok(!ready.warnings.some((w: string) => w.startsWith('Verification stopped on an error')), JSON.stringify(ready.warnings));
+    } finally {
+      await admin.command({ configureFailPoint: 'failCommand', mode: 'off' }).catch(() => undefined);
+      assert.equal(await ferry.stop(), 0);
     }
   });
 

@@ -8,11 +8,11 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Double, Int32, Long, MaxKey, MinKey, Timestamp } from 'bson';
 import { MongoClient, type Collection } from 'mongodb';
-import { packValue, unpackValue } from '../../src/meta/store.js';
+import { MetadataStore, packValue, unpackValue } from '../../src/meta/store.js';
 import { compareRange, type RangeDifference, type RangeTask } from '../../src/verify/compare-range.js';
 import { Rechecker } from '../../src/verify/recheck.js';
 import { RecheckQueue } from '../../src/verify/recheck-queue.js';
-import type { RecheckStore, StoredRecheck } from '../../src/verify/recheck-store.js';
+import { RecheckStore, type StoredRecheck } from '../../src/verify/recheck-store.js';
 import { startClusterPair, type ClusterPair } from '../helpers/clusters.js';
 
 const DB = `ferry_verify_compare_${process.pid}`;
@@ -176,5 +176,20 @@ describe('verifier comparisons against clusters', () => {
     touched.afterCommit = true;
     const late = await checker.check([touched]);
     assert.deepEqual(late.notVerified, [touched]);
+  });
+  it('stored re-checks: due once events through their time are applied, and every one once nothing more will be', async () => {
+    const store = new RecheckStore(new MetadataStore(destination, `recheck-store-${process.pid}`));
+    const at = (t: number) => new Timestamp({ t, i: 1 });
+    await store.save([
+      { ns: `${DB}.c`, id: packValue(1), attempts: 0, dueAt: at(1_700_000_000) },
+      { ns: `${DB}.c`, id: packValue(2), attempts: 0, dueAt: at(1_800_000_000) },
+      { ns: `${DB}.c`, id: packValue(3), attempts: 0 },
+    ]);
+    const ids = (rechecks: StoredRecheck[]) => rechecks.map((r) => Number(unpackValue(r.id))).sort();
+    assert.deepEqual(ids(await store.due(undefined, 10)), [3]);
+    assert.deepEqual(ids(await store.due(at(1_750_000_000), 10)), [1, 3]);
+    assert.deepEqual(ids(await store.due('all', 10)), [1, 2, 3], 'after commit every stored re-check is due');
+    await store.remove([1, 2, 3].map((id) => ({ ns: `${DB}.c`, id: packValue(id) })));
+    assert.equal(await store.count(), 0);
   });
 });

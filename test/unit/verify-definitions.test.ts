@@ -87,6 +87,24 @@ describe('what the destination should hold', () => {
     assert.deepEqual(expectedOptions(entry, 'final'), entry.options);
   });
 
+  it('a clustered collection’s TTL, shown on its _id index, is off during the sync and back after commit', () => {
+    const clustered = [{ v: 2, key: { _id: 1 }, name: '_id_', unique: true, clustered: true, expireAfterSeconds: 3600 }];
+    const options = { clusteredIndex: { key: { _id: 1 }, unique: true, v: 2 }, expireAfterSeconds: 3600 };
+    assert.equal(expectedIndexes(clustered, options, request('afterDataCopy'), 'temporary').get('_id_')!.expireAfterSeconds, undefined);
+    assert.equal(expectedIndexes(clustered, options, request('afterDataCopy'), 'final').get('_id_')!.expireAfterSeconds, 3600);
+    assert.equal(
+      expectedOptions({ name: 'events', type: 'collection', options } as CollectionEntry, 'temporary').expireAfterSeconds,
+      undefined,
+    );
+  });
+
+  it('a capped collection without a limit is one, however mongod lists "no limit"', () => {
+    const wanted = { capped: true, size: 1024 ** 5 };
+    for (const max of [0, -1, 2147483647]) assert.ok(sameDefinition(wanted, { ...wanted, max: new Int32(max) }), `max ${max}`);
+    assert.ok(!sameDefinition(wanted, { ...wanted, max: new Int32(10) }), 'a limit is a difference');
+    assert.ok(!sameDefinition({ ...wanted, max: 10 }, { ...wanted, max: new Int32(2147483647) }), 'and so is its loss');
+  });
+
   it('definitions are equal whatever the numeric type or the order of their fields, but not of an index key', () => {
     assert.ok(sameDefinition({ capped: true, size: new Int32(4096) }, { size: Long.fromNumber(4096), capped: true }));
     assert.ok(

@@ -15,7 +15,7 @@ import type { OplogEntry } from '../oplog.js';
 import { type ChangeEvent, type DocumentLookup, eventsFor } from './events.js';
 import type { EventPipeline } from './pipeline.js';
 import type { ChangeStreamSpec } from './spec.js';
-import { compareTokens, encodeToken, type ResumeTokenData } from './token.js';
+import { compareTokens, compareTokensTotal, encodeToken, type ResumeTokenData } from './token.js';
 
 /** mongod's getMore wait for awaitData cursors without `maxTimeMS`. */
 const DEFAULT_AWAIT_MS = 1000;
@@ -95,7 +95,11 @@ export class ChangeStreamCursor implements ServerCursor {
         this.fill(docs, limit);
         if (!initial && docs.length === 0 && !this.invalidated) {
           const deadline = Date.now() + (request.maxTimeMS || DEFAULT_AWAIT_MS);
-          while (docs.length === 0 && !this.closed && !this.invalidated && Date.now() < deadline) {
+          // A shard's part of a merged stream answers as soon as its resume point moves (a no-op
+          // came in), so that the router learns how far this shard has nothing to report.
+          const before = this.resumeToken;
+          const advanced = () => this.spec.merged === true && this.resumeToken !== before;
+          while (docs.length === 0 && !this.closed && !this.invalidated && Date.now() < deadline && !advanced()) {
             await this.waitForEntries(deadline - Date.now());
             this.fill(docs, limit);
           }
@@ -169,6 +173,13 @@ export class ChangeStreamCursor implements ServerCursor {
   /** False while the event is at or before the resume point (it is swallowed). */
   private passedResumePoint(event: ChangeEvent): boolean {
     const point = this.resumePoint!;
+    if (this.spec.merged) {
+      // One shard of a merged stream: pass the token's own event and what follows it; the
+      // router (mongos) checks that some shard had the event and swallows it.
+      if (compareTokensTotal(event.token, point.token) < 0) return false;
+      this.resumePoint = undefined;
+      return true;
+    }
     const order = compareTokens(event.token, point.token);
     if (order < 0) return false;
     if (order === 0 && sameUuid(event.token, point.token)) {

@@ -15,7 +15,7 @@
 import type { UUID } from 'bson';
 import { ServerError } from '../errors.js';
 import type { OplogEntry } from '../oplog.js';
-import { findElement } from '../raw.js';
+import { findElement, serialize } from '../raw.js';
 import { BsonWriter } from './bson-writer.js';
 import type { ChangeStreamSpec } from './spec.js';
 import { watchesCollection, watchesDatabase } from './spec.js';
@@ -190,8 +190,25 @@ function writeHeader(
   w.date('wallTime', entry.wall);
 }
 
-function tokenFor(entry: OplogEntry, uuid: UUID | undefined, fromInvalidate = false): ResumeTokenData {
-  return { clusterTime: entry.ts, event: true, txnOpIndex: entry.txnOpIndex ?? 0, fromInvalidate, uuid };
+function tokenFor(entry: OplogEntry, uuid: UUID | undefined, fromInvalidate = false, documentKey?: Buffer): ResumeTokenData {
+  return { clusterTime: entry.ts, event: true, txnOpIndex: entry.txnOpIndex ?? 0, fromInvalidate, uuid, documentKey };
+}
+
+/** A document `{_id: <element>}` around a raw `_id` element. */
+function idDocument(element: Buffer): Buffer {
+  const doc = Buffer.allocUnsafe(element.length + 5);
+  doc.writeInt32LE(doc.length, 0);
+  element.copy(doc, 4);
+  doc[doc.length - 1] = 0;
+  return doc;
+}
+
+/** The document key is `{_id}` alone (not a sharded collection's shard key fields and `_id`). */
+function idOnly(key: Record<string, unknown> | undefined): boolean {
+  if (!key) return true;
+  let fields = 0;
+  for (const name in key) if (name !== '_id' || ++fields > 1) return false;
+  return true;
 }
 
 function invalidateEvent(entry: OplogEntry, uuid: UUID | undefined): ChangeEvent {
@@ -215,8 +232,10 @@ function imageNotFound(which: 'pre' | 'post', entry: OplogEntry): ServerError {
 
 function writeCrudEvent(entry: OplogEntry, spec: ChangeStreamSpec, lookup: DocumentLookup): ChangeEvent {
   const [db, coll] = splitNs(entry.ns);
-  const token = tokenFor(entry, entry.ui);
   const raw = Buffer.isBuffer(entry.o) ? entry.o : undefined;
+  const idElement = entry.op === 'i' && raw && idOnly(entry.o2) ? findElement(raw, '_id') : undefined;
+  const keyBytes = idElement ? idDocument(raw!.subarray(idElement.start, idElement.end)) : serialize(entry.o2 ?? {});
+  const token = tokenFor(entry, entry.ui, false, keyBytes);
   const w = new BsonWriter(256 + (raw?.length ?? 0)).startDocument();
   writeSession(w, entry);
   let operationType: string;
@@ -236,9 +255,7 @@ function writeCrudEvent(entry: OplogEntry, spec: ChangeStreamSpec, lookup: Docum
     else w.null('fullDocument');
   }
   writeNs(w, 'ns', db, coll);
-  const idElement = entry.op === 'i' && raw ? findElement(raw, '_id') : undefined;
-  if (idElement) w.startDocument('documentKey').rawElement(raw!.subarray(idElement.start, idElement.end)).end();
-  else w.value('documentKey', entry.o2);
+  w.rawDocument('documentKey', keyBytes);
   if (operationType === 'update') {
     const d = entry.o as Record<string, unknown>;
     w.startDocument('updateDescription');
@@ -272,11 +289,32 @@ function writeCommandEvent(entry: OplogEntry, spec: ChangeStreamSpec, d: Describ
   return events;
 }
 
+/**
+ * A no-op that announces a sharding change: `o2.shardCollection` is the `shardCollection`
+ * expanded event, its operationDescription `o2` without that field (mongod's
+ * change_stream_event_transform.cpp). Other no-ops produce nothing.
+ */
+function shardingEvent(entry: OplogEntry, spec: ChangeStreamSpec): ChangeEvent[] {
+  const o2 = entry.o2;
+  if (!spec.showExpandedEvents || typeof o2?.shardCollection !== 'string') return [];
+  const [db, coll] = splitNs(entry.ns);
+  if (!watchesCollection(spec.scope, db, coll)) return [];
+  return writeCommandEvent(entry, spec, {
+    operationType: 'shardCollection',
+    db,
+    coll,
+    operationDescription: without(o2, 'shardCollection'),
+    invalidates: false,
+  });
+}
+
 /** The events `entry` produces on a stream with `spec` (none when it does not concern it). */
 export function eventsFor(entry: OplogEntry, spec: ChangeStreamSpec, lookup: DocumentLookup): ChangeEvent[] {
+  // Migration writes (and non-primary shards' DDL) are not user changes (mongod: fromMigrate).
+  if (entry.fromMigrate && !spec.showMigrationEvents) return [];
   switch (entry.op) {
     case 'n':
-      return [];
+      return shardingEvent(entry, spec);
     case 'i':
     case 'u':
     case 'd': {

@@ -36,6 +36,8 @@ export async function openChangeStream(ctx: CommandContext): Promise<CommandRepl
   }
   if (body.explain !== undefined) throw new ServerError('IllegalOperation', 'The test cluster does not explain change streams');
   const spec = parseChangeStreamSpec((pipeline[0] as Record<string, unknown>).$changeStream, db, collection);
+  // A router (mongos) merging shards' streams asks each shard for its part (sharding/).
+  if (body.needsMerge === true) spec.merged = true;
   if (collection !== undefined && instance.catalog.get(db, collection)?.kind === 'view') {
     throw new ServerError('CommandNotSupportedOnView', `Namespace ${db}.${collection} is a view, not a collection`);
   }

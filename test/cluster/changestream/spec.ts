@@ -22,6 +22,14 @@ export interface ChangeStreamSpec {
   fullDocument: FullDocumentMode;
   fullDocumentBeforeChange: FullDocumentBeforeChangeMode;
   showExpandedEvents: boolean;
+  /** Report writes made by chunk migrations (`fromMigrate`), which streams otherwise leave out. */
+  showMigrationEvents?: boolean;
+  /**
+   * The stream is one shard's part of a stream a router merges (`needsMerge`): a resume token
+   * need not be found here (another shard may hold its event; the router checks), and events
+   * are passed from just after it in the total order across shards.
+   */
+  merged?: boolean;
 }
 
 /** Databases a stream never reports (and a database stream may not watch). */
@@ -145,7 +153,17 @@ export function parseChangeStreamSpec(stage: unknown, db: string, collection: st
       'Attempted to resume a single-collection stream, but the resume token does not include a UUID',
     );
   }
-  return { scope, resumeAfter, startAfter, startAtOperationTime, fullDocument, fullDocumentBeforeChange, showExpandedEvents };
+  const showMigrationEvents = bool('showMigrationEvents', options.showMigrationEvents);
+  return {
+    scope,
+    resumeAfter,
+    startAfter,
+    startAtOperationTime,
+    fullDocument,
+    fullDocumentBeforeChange,
+    showExpandedEvents,
+    showMigrationEvents,
+  };
 }
 
 /** Whether the stream reports changes to `db.coll` (system collections never, as mongod). */

@@ -5,7 +5,12 @@
  * one; what follows is this server's own encoding:
  *
  *   82 | t u32 | i u32 | F7 (format) | type (00 high-water mark, 80 event) | txnOpIndex u32 |
- *   fromInvalidate (00/01) | [collection UUID, 16 bytes, events on a collection only]
+ *   fromInvalidate (00/01) | [collection UUID, 16 bytes, events on a collection only] |
+ *   [document key, BSON, document events only]
+ *
+ * The document key (mongod's token carries it too, as its event identifier) tells apart events
+ * of different shards that share a cluster time, so that a merged stream has one total order and
+ * resumes exactly.
  *
  * A high-water mark ("nothing left before this time") sorts before every event at its time, so
  * resuming from one returns the events at that time and later.
@@ -31,11 +36,14 @@ export interface ResumeTokenData {
   fromInvalidate: boolean;
   /** The collection the event happened on, when it has one. */
   uuid?: UUID;
+  /** The event's `documentKey` as BSON (insert, update, replace, delete events); needs `uuid`. */
+  documentKey?: Buffer;
 }
 
 /** The `{_data}` document for a token. */
 export function encodeToken(data: ResumeTokenData): { _data: string } {
-  const bytes = Buffer.alloc(BASE_LENGTH + (data.uuid ? 16 : 0));
+  const key = data.uuid ? data.documentKey : undefined;
+  const bytes = Buffer.alloc(BASE_LENGTH + (data.uuid ? 16 : 0) + (key?.length ?? 0));
   bytes[0] = TIME_TAG;
   bytes.writeUInt32BE(data.clusterTime.t, 1);
   bytes.writeUInt32BE(data.clusterTime.i, 5);
@@ -44,6 +52,7 @@ export function encodeToken(data: ResumeTokenData): { _data: string } {
   bytes.writeUInt32BE(data.txnOpIndex, 11);
   bytes[15] = data.fromInvalidate ? 1 : 0;
   if (data.uuid) bytes.set(data.uuid.buffer, BASE_LENGTH);
+  if (key) key.copy(bytes, BASE_LENGTH + 16);
   return { _data: bytes.toString('hex').toUpperCase() };
 }
 
@@ -65,8 +74,11 @@ export function decodeToken(token: unknown): ResumeTokenData {
   if (data.length === 0) throw new ServerError(40649, 'invalid empty resume token');
   const bytes = Buffer.from(data, 'hex');
   const event = bytes[10] === EVENT;
+  const keyAt = BASE_LENGTH + 16;
+  const keyWellFormed = bytes.length <= keyAt || (bytes.length >= keyAt + 5 && bytes.readInt32LE(keyAt) === bytes.length - keyAt);
   const wellFormed =
-    (bytes.length === BASE_LENGTH || bytes.length === BASE_LENGTH + 16) &&
+    (bytes.length === BASE_LENGTH || bytes.length >= keyAt) &&
+    keyWellFormed &&
     bytes[0] === TIME_TAG &&
     bytes[9] === FORMAT &&
     (event || bytes[10] === HIGH_WATER_MARK) &&
@@ -78,11 +90,12 @@ export function decodeToken(token: unknown): ResumeTokenData {
     event,
     txnOpIndex: bytes.readUInt32BE(11),
     fromInvalidate: bytes[15] === 1,
-    uuid: bytes.length > BASE_LENGTH ? new UUID(bytes.subarray(BASE_LENGTH)) : undefined,
+    uuid: bytes.length > BASE_LENGTH ? new UUID(bytes.subarray(BASE_LENGTH, keyAt)) : undefined,
+    documentKey: bytes.length > keyAt ? bytes.subarray(keyAt) : undefined,
   };
 }
 
-/** Orders two tokens as their events are ordered (the UUID does not take part). */
+/** Orders two tokens as their events are ordered (the UUID and document key do not take part). */
 export function compareTokens(a: ResumeTokenData, b: ResumeTokenData): number {
   return (
     compareTimestamps(a.clusterTime, b.clusterTime) ||
@@ -90,4 +103,17 @@ export function compareTokens(a: ResumeTokenData, b: ResumeTokenData): number {
     a.txnOpIndex - b.txnOpIndex ||
     Number(a.fromInvalidate) - Number(b.fromInvalidate)
   );
+}
+
+/**
+ * The total order of tokens across shards (a merged stream's order, mongos's): `compareTokens`,
+ * then the collection UUID and the document key, byte by byte, as their hex strings sort.
+ */
+export function compareTokensTotal(a: ResumeTokenData, b: ResumeTokenData): number {
+  return compareTokens(a, b) || compareBytes(a.uuid?.buffer, b.uuid?.buffer) || compareBytes(a.documentKey, b.documentKey);
+}
+
+function compareBytes(a: Uint8Array | undefined, b: Uint8Array | undefined): number {
+  if (!a || !b) return Number(a !== undefined) - Number(b !== undefined);
+  return Buffer.compare(a, b);
 }

@@ -5,7 +5,6 @@
  */
 import { BSON } from 'bson';
 import { ServerError } from '../errors.js';
-import { compareValues } from '../bson-order.js';
 import { typed } from '../raw.js';
 import { canonicalKey } from '../storage/keys.js';
 import { matchDocuments } from '../query/find.js';

@@ -2,7 +2,7 @@
  * Runs one command request: finds the command, builds its context, turns errors into mongod's
  * `{ok: 0, errmsg, code, codeName}` replies and stamps `$clusterTime` / `operationTime`.
  */
-import { Long } from 'bson';
+import { Long, type Timestamp } from 'bson';
 import { ServerError } from '../errors.js';
 import type { Instance } from '../instance.js';
 import { type CommandContext, type CommandReply, type ConnectionInfo, lookupCommand } from './registry.js';
@@ -36,9 +36,21 @@ export const GENERIC_ARGUMENTS = new Set([
  */
 export type CommandWrapper = (ctx: CommandContext, name: string, run: () => Promise<CommandReply>) => Promise<CommandReply>;
 let wrapper: CommandWrapper = (_ctx, _name, run) => run();
+/** Wrappers that run inside the base one (sessions), in the order added (sharding/). */
+const innerWrappers: CommandWrapper[] = [];
 
 export function setCommandWrapper(w: CommandWrapper): void {
   wrapper = w;
+}
+
+/** Adds a wrapper that runs inside the session wrapper, around the command itself. */
+export function addInnerCommandWrapper(w: CommandWrapper): void {
+  innerWrappers.push(w);
+}
+
+function runWrapped(ctx: CommandContext, name: string, run: () => Promise<CommandReply>, from = 0): Promise<CommandReply> {
+  const inner = innerWrappers[from];
+  return inner ? inner(ctx, name, () => runWrapped(ctx, name, run, from + 1)) : run();
 }
 
 /** Executes a request body and returns the reply document (never throws). */
@@ -59,6 +71,9 @@ export async function dispatch(
     if (name === undefined) throw new ServerError('FailedToParse', 'Empty command');
     if (typeof body.$db !== 'string') throw new ServerError(40571, 'OP_MSG requests require a $db argument');
     const db = body.$db;
+    // The hybrid logical clock: a node's time follows every cluster time it hears of.
+    const gossiped = (body.$clusterTime as { clusterTime?: Timestamp } | undefined)?.clusterTime;
+    if (gossiped?._bsontype === 'Timestamp') instance.clock.advanceTo(gossiped);
     const spec = lookupCommand(name);
     if (!spec) throw new ServerError('CommandNotFound', `no such command: '${name}'`);
     if (spec.adminOnly && db !== 'admin') {
@@ -82,7 +97,7 @@ export async function dispatch(
     for (const hook of instance.commandHooks) await hook.before?.(ctx, name);
     if (!spec.noAuth) instance.authorize?.(connection, name, db, body, sequences);
     const context = ctx;
-    reply = await wrapper(context, name, async () => spec.handler(context));
+    reply = await wrapper(context, name, () => runWrapped(context, name, async () => spec.handler(context)));
     if (reply.ok === undefined) reply.ok = 1;
   } catch (e) {
     reply = e instanceof ServerError ? e.toReply() : new ServerError('InternalError', String((e as Error)?.message ?? e)).toReply();

@@ -79,11 +79,9 @@ defineCommand({ name: 'isMaster', aliases: ['ismaster'], noAuth: true, handler: 
 
 defineCommand({ name: 'ping', noAuth: true, handler: () => ({ ok: 1 }) });
 
-defineCommand({
-  name: 'buildInfo',
-  aliases: ['buildinfo'],
-  noAuth: true,
-  handler: () => ({
+/** The `buildInfo` reply (a router answers the same). */
+export function buildInfoReply(): Record<string, unknown> {
+  return {
     version: SERVER_VERSION,
     gitVersion: 'ferry-test-cluster',
     versionArray: [...SERVER_VERSION.split('.').map(Number), 0],
@@ -95,8 +93,10 @@ defineCommand({
     modules: [],
     openssl: { running: 'disabled' },
     buildEnvironment: {},
-  }),
-});
+  };
+}
+
+defineCommand({ name: 'buildInfo', aliases: ['buildinfo'], noAuth: true, handler: buildInfoReply });
 
 /** Server parameters `getParameter` reports (the ones clients ask about). */
 function parameters(instance: Instance): Record<string, unknown> {

@@ -32,7 +32,6 @@ import {
   renameSync,
   rmSync,
   writeFileSync,
-  writeSync,
 } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { BSON, type Timestamp } from 'bson';

@@ -70,6 +70,10 @@ export class Catalog {
     return namespaces;
   }
 
+  /**
+   * `uuid`: given when a shard creates a sharded collection another shard already has (same
+   * UUID), or when `applyOps` replays a `create` with its `ui` (mongorestore --preserveUUID).
+   */
   addCollection(db: string, name: string, options: CollectionOptions, uuid?: UUID): Collection {
     validateCollectionName(db, name);
     if (this.get(db, name)) throw new ServerError('NamespaceExists', `Collection ${db}.${name} already exists.`);

@@ -12,6 +12,7 @@ import { Collation, comparatorOf } from '../collation/collation.js';
 import { canonicalKey, describeKey } from './keys.js';
 import type { DocEntry } from './collection.js';
 import { pathMeetsArray } from '../raw.js';
+import { hashValue } from '../sharding/hash.js';
 
 /** An index specification as stored and listed (`v`, `key`, `name`, then options). */
 export interface IndexSpec {
@@ -249,7 +250,9 @@ export class Index {
     if (!this.includes(doc)) return [];
     const perField: unknown[][] = [];
     this.forEachKeyField(doc, (field, values) => {
-      if (values === undefined) perField.push([null]);
+      // A hashed field's key is mongod's hash of the value (sharding/hash.ts), missing as null.
+      if (field.kind === 'hashed') perField.push([hashValue(values?.[0] ?? null)]);
+      else if (values === undefined) perField.push([null]);
       else perField.push([...new Map(values.map((v) => [canonicalKey(v), v])).values()]);
     });
     let tuples: unknown[][] = [[]];

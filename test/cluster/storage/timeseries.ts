@@ -211,7 +211,10 @@ export function normalizeMeta(value: unknown): unknown {
   return out;
 }
 
-/** Smaller (or larger, `sign` -1) of two values as a bucket's control.min/max keeps them: objects field by field, arrays element by element. */
+/**
+ * Smaller (or larger, `sign` -1) of two values as a bucket's control.min/max keeps them: objects
+ * field by field, arrays element by element.
+ */
 function extreme(a: unknown, b: unknown, sign: 1 | -1): unknown {
   if (a === undefined) return b;
   if (b === undefined) return a;

@@ -14,8 +14,11 @@ export interface Session {
   lsid: { id: Binary };
   /** The active txnNumber (retryable write or transaction); undefined before the first. */
   txnNumber: Long | undefined;
-  /** The reply recorded for the retryable write at `txnNumber`, by command name. */
-  retryable: { command: string; reply: CommandReply } | undefined;
+  /**
+   * The replies recorded for the retryable write at `txnNumber`, by command name (and, for a
+   * router's batches of one write, by the `stmtIds` each carried).
+   */
+  retryable: Map<string, CommandReply> | undefined;
   /** The transaction at `txnNumber`, when that number started one. */
   transaction: Transaction | undefined;
 }
@@ -68,8 +71,8 @@ export function sessionsOf(instance: Instance): SessionRegistry {
 
 /**
  * Where a session's latest retryable write is kept: `config.transactions`, one document per
- * session as mongod keeps it (`_id: lsid`, `txnNum`, `lastWriteDate`), with the recorded reply
- * in `ferryReply` (mongod finds it again in the oplog instead), so that a node restarted on its
+ * session as mongod keeps it (`_id: lsid`, `txnNum`, `lastWriteDate`), with the recorded replies
+ * in `ferryReplies` (mongod finds it again in the oplog instead), so that a node restarted on its
  * data directory still answers a retried write without running it again.
  */
 function transactionsCollection(instance: Instance): Collection | undefined {
@@ -86,7 +89,8 @@ export function recordRetryableWrite(instance: Instance, session: Session): void
       _id: { id: session.lsid.id },
       txnNum: session.txnNumber,
       lastWriteDate: new Date(),
-      ferryReply: { command: session.retryable.command, reply: new Binary(encodeDocument(session.retryable.reply)) },
+      // One reply per part of the write (a router sends one batch per shard, each with its stmtIds).
+      ferryReplies: [...session.retryable].map(([key, reply]) => ({ key, reply: new Binary(encodeDocument(reply)) })),
     }),
   );
   const existing = collection.get(id);
@@ -99,11 +103,11 @@ function restoreRetryableWrites(instance: Instance, registry: SessionRegistry): 
     const doc = BSON.deserialize(raw, { promoteLongs: false }) as {
       _id: { id: Binary };
       txnNum: Long;
-      ferryReply?: { command: string; reply: Binary };
+      ferryReplies?: { key: string; reply: Binary }[];
     };
-    if (!doc.ferryReply) continue;
+    if (!doc.ferryReplies) continue;
     const session = registry.get(doc._id);
     session.txnNumber = doc.txnNum;
-    session.retryable = { command: doc.ferryReply.command, reply: BSON.deserialize(doc.ferryReply.reply.buffer, typed) };
+    session.retryable = new Map(doc.ferryReplies.map(({ key, reply }) => [key, BSON.deserialize(reply.buffer, typed)]));
   }
 }

@@ -96,6 +96,8 @@ export class Transaction {
   };
 
   private makeView(): Instance {
+    // The view's methods take the view as `this`; the transaction is reached through this name.
+    // eslint-disable-next-line @typescript-eslint/no-this-alias
     const txn = this;
     const view = Object.create(this.live) as Instance;
     const base = Instance.prototype;
@@ -172,9 +174,24 @@ export class Transaction {
     throw error;
   }
 
+  /**
+   * Two-phase commit's first phase (a shard of a cross-shard transaction): checks now what
+   * `commit` would check, so that the transaction either fails here or commits (txn/prepare.ts).
+   */
+  prepare(): void {
+    if (this.state !== 'inProgress') return;
+    this.checkCommittable();
+  }
+
   /** Applies the transaction; throws WriteConflict (and aborts) when another writer interfered. */
   commit(): void {
     if (this.state !== 'inProgress') return;
+    this.checkCommittable();
+    this.apply();
+  }
+
+  /** Throws WriteConflict (and aborts) when another writer interfered with what this one wrote. */
+  private checkCommittable(): void {
     const live = this.live;
     // Nobody may have replaced a written document, or taken a name the transaction created.
     for (const created of this.overlay.created.values()) {
@@ -189,6 +206,10 @@ export class Transaction {
       const current = liveCollection.get(write.id);
       if (current !== write.base || current?.raw !== write.baseRaw) this.fail(writeConflict());
     }
+  }
+
+  private apply(): void {
+    const live = this.live;
     const undo: (() => void)[] = [];
     try {
       for (const created of this.overlay.created.values()) {

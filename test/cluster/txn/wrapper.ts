@@ -34,8 +34,9 @@ const ALLOWED_IN_TRANSACTION = new Set([
   'createIndexes',
   'commitTransaction',
   'abortTransaction',
+  'prepareTransaction',
 ]);
-const COMMIT_OR_ABORT = new Set(['commitTransaction', 'abortTransaction']);
+const COMMIT_OR_ABORT = new Set(['commitTransaction', 'abortTransaction', 'prepareTransaction']);
 /** Codes that mean "retry the whole transaction" (mongod's isTransientTransactionError). */
 const TRANSIENT_CODES = new Set([112, 24, 251]);
 
@@ -64,7 +65,15 @@ async function retryableWrite(ctx: CommandContext, name: string, run: () => Prom
     if (n.equals(session.txnNumber)) {
       if (session.transaction)
         throw new ServerError('IncompleteTransactionHistory', 'Cannot retry a retryable write that has been converted into a transaction');
-      if (session.retryable?.command === name) return { ...session.retryable.reply };
+      const recorded = session.retryable?.get(retryKey(ctx, name));
+      if (recorded) return { ...recorded };
+      // Another batch of the same write (a router sends one per shard, with their stmtIds).
+      if (session.retryable && Array.isArray(ctx.body.stmtIds)) {
+        const reply = await run();
+        session.retryable.set(retryKey(ctx, name), { ...reply });
+        recordRetryableWrite(ctx.instance, session);
+        return reply;
+      }
     }
   }
   // A newer txnNumber ends whatever the session was doing, an open transaction included.
@@ -73,9 +82,15 @@ async function retryableWrite(ctx: CommandContext, name: string, run: () => Prom
   session.transaction = undefined;
   session.retryable = undefined;
   const reply = await run();
-  session.retryable = { command: name, reply: { ...reply } };
+  session.retryable = new Map([[retryKey(ctx, name), { ...reply }]]);
   recordRetryableWrite(ctx.instance, session);
   return reply;
+}
+
+/** What identifies one part of a retryable write: the command, and its statements' ids when given. */
+function retryKey(ctx: CommandContext, name: string): string {
+  const ids = ctx.body.stmtIds;
+  return Array.isArray(ids) ? `${name}:${ids.join(',')}` : name;
 }
 
 /** Finds (or starts) the transaction a request belongs to, with mongod's checks. */
@@ -153,7 +168,9 @@ async function inTransaction(ctx: CommandContext, name: string, run: () => Promi
     }
     return reply;
   } catch (e) {
-    if (txn && !COMMIT_OR_ABORT.has(name)) txn.abort();
+    // A write that would move a document to another shard (WouldChangeOwningShard) leaves the
+    // transaction open: the router then moves the document within it, as mongod allows.
+    if (txn && !COMMIT_OR_ABORT.has(name) && !(e instanceof ServerError && e.code === 283)) txn.abort();
     if (e instanceof ServerError && TRANSIENT_CODES.has(e.code) && !e.labels.includes('TransientTransactionError')) {
       e.labels.push('TransientTransactionError');
     }

@@ -36,8 +36,6 @@ export interface VerificationDocument {
   /** Collections to verify (progress: `totalCollectionCount`). */
   totalCollections: number;
   initialHashingDoneAt?: Date;
-  /** When every range was first compared (never unset: a namespace scanned again does not take a commit's readiness back). */
-  firstScanDoneAt?: Date;
   commitBoundary?: Timestamp;
   committedWithDifferences?: boolean;
   notVerified: number;
@@ -96,9 +94,8 @@ export class VerificationState extends InstanceCollection<VerificationDocument> 
     return this.#set({ planned: true, estimatedDocuments, totalCollections });
   }
 
-  async markInitialHashingDone(): Promise<void> {
-    await this.#set({ initialHashingDoneAt: new Date() });
-    await this.collection.updateOne({ _id: this.instance, firstScanDoneAt: { $exists: false } }, { $set: { firstScanDoneAt: new Date() } });
+  markInitialHashingDone(): Promise<void> {
+    return this.#set({ initialHashingDoneAt: new Date() });
   }
 
   /** A namespace is scanned again (after a DDL): initial hashing is not done any more. */

@@ -206,9 +206,8 @@ export class Verifier implements VerificationPhase {
     return {
       warnings,
       figures: { verification: progress },
-      // mongosync: a commit waits for the verifier to be "in an appropriate state": every range compared once. A
-      // namespace scanned again after a DDL event does not take that back (the final pass waits for it).
-      readyToCommit: this.#record?.firstScanDoneAt !== undefined || progress.source.phase === 'stream hashing',
+      // mongosync: a commit waits for the verifier to be "in an appropriate state": every range compared once.
+      readyToCommit: progress.source.phase === 'stream hashing' && progress.destination.phase === 'stream hashing',
     };
   }
 

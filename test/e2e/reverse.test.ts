@@ -53,8 +53,13 @@ async function namedWrites(pair: ReversePair, side: 0 | 1, tag: string): Promise
  * destination of this direction clean (its record lives in that direction's metadata, on `destination`).
  */
 async function commitAndWait(ferry: FerryProcess, pair: ReversePair, destination: 0 | 1): Promise<Progress> {
-  await ferry.waitForProgress((p) => p.canCommit === true, 120_000);
-  const committed = await ferry.post('commit', {});
+  // canCommit may be taken back between two reads (the verifier scans a renamed collection again): ask again, as an operator would.
+  let committed;
+  for (let tries = 0; ; tries++) {
+    await ferry.waitForProgress((p) => p.canCommit === true, 120_000);
+    committed = await ferry.post('commit', {});
+    if (committed.status !== 409 || committed.body.error !== 'NotReadyToCommit' || tries === 5) break;
+  }
   assert.equal(committed.status, 200, JSON.stringify(committed.body));
   const done = await ferry.waitForProgress((p) => p.state === 'COMMITTED', 120_000);
   const report = await ferry.waitForVerification((r) => r.outcome !== 'pending', 120_000);

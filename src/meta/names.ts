@@ -13,10 +13,10 @@
  *   still write them back (see src/cea/tombstones.ts).
  * - `commit`: one document per instance: the commit point and each commit step done (see
  *   commit.ts).
- * - `verification`, `verificationPartitions`, `verificationRechecks`, `verificationMismatches`:
- *   the embedded verifier's state (one document per instance: its streams' positions and where
- *   its passes stand), the `_id` ranges it scans, the documents waiting to be checked again, and
- *   the differences it found (src/verify/).
+ * - `verification`, `verificationPartitions`, `verificationRechecks`, `verificationCatalogRechecks`,
+ *   `verificationMismatches`: the embedded verifier's state (one document per instance: its
+ *   streams' positions and where its passes stand), the `_id` ranges it scans, the documents and
+ *   the namespace definitions waiting to be checked again, and the differences it found (src/verify/).
  * - `wayBack`: one document per instance, on both clusters of a committed reversible sync: where
  *   a reverse starts applying (the destination's time when it became writable) and which cluster
  *   blocks user writes (see way-back.ts).
@@ -31,6 +31,7 @@ export const METADATA_COLLECTIONS = Object.freeze({
   verification: 'verification',
   verificationPartitions: 'verificationPartitions',
   verificationRechecks: 'verificationRechecks',
+  verificationCatalogRechecks: 'verificationCatalogRechecks',
   verificationMismatches: 'verificationMismatches',
   wayBack: 'wayBack',
 });

@@ -11,12 +11,20 @@
  * means something (an index's key pattern, a view's pipeline). `v` and `ns` of an index, and a
  * `collation` that is the simple one, are not compared.
  */
-import type { Document } from 'bson';
+import type { Document, Timestamp } from 'bson';
 import type { MongoClient } from 'mongodb';
 import { compareBsonValues } from '../bson/index.js';
-import { collectionEntry, listCollectionEntries, listDatabaseNames, listIndexSpecs, type CollectionEntry } from '../cluster/commands.js';
+import {
+  collectionEntryAt,
+  indexSpecsAt,
+  listCollectionEntries,
+  listDatabaseNames,
+  type CollectionEntry,
+  type TimedRead,
+} from '../cluster/commands.js';
 import { ID_INDEX_NAME } from '../domain/constants.js';
 import { namespaceOf, type Namespace } from '../domain/namespaces.js';
+import { laterTime } from '../domain/time.js';
 import type { StartRequest } from '../domain/start-request.js';
 import type { MismatchKind } from '../domain/verification.js';
 import { cappedMax, createPlan } from '../plan/collection-options.js';
@@ -97,33 +105,61 @@ export function expectedOptions(entry: CollectionEntry, form: CatalogForm): Docu
   return createPlan('collection', entry.options).options;
 }
 
-/** Compares one namespace's definition on the two clusters (see the module comment). */
+/** What one check of a namespace found, and when each cluster was read (the newest reply time of its reads). */
+export interface NamespaceCheck {
+  differences: CatalogDifference[];
+  sourceTime?: Timestamp;
+  destinationTime?: Timestamp;
+}
+
+/**
+ * Compares one namespace's definition on the two clusters (see the module comment), reading each
+ * cluster's time with it: one difference proves nothing while the destination trails the source
+ * (the verifier confirms it, catalog-rechecks.ts).
+ */
 export async function checkNamespace(
   source: MongoClient,
   destination: MongoClient,
   ns: Namespace,
   request: StartRequest,
   form: CatalogForm,
-): Promise<CatalogDifference[]> {
+): Promise<NamespaceCheck> {
+  const check: NamespaceCheck = { differences: [] };
+  const timed = async <T>(side: 'sourceTime' | 'destinationTime', read: Promise<TimedRead<T>>): Promise<T> => {
+    const { value, time } = await read;
+    const latest = laterTime(check[side], time);
+    if (latest !== undefined) check[side] = latest;
+    return value;
+  };
   const name = namespaceOf(ns);
-  const [onSource, onDestination] = await Promise.all([collectionEntry(source, ns), collectionEntry(destination, ns)]);
-  if (onSource === undefined && onDestination === undefined) return [];
+  const differences = check.differences;
+  const [onSource, onDestination] = await Promise.all([
+    timed('sourceTime', collectionEntryAt(source, ns)),
+    timed('destinationTime', collectionEntryAt(destination, ns)),
+  ]);
+  if (onSource === undefined && onDestination === undefined) return check;
   if (onSource === undefined) {
-    return [{ ns: name, subject: 'namespace', kind: 'extra', detail: `the destination has a ${onDestination!.type} the source does not` }];
+    differences.push({
+      ns: name,
+      subject: 'namespace',
+      kind: 'extra',
+      detail: `the destination has a ${onDestination!.type} the source does not`,
+    });
+    return check;
   }
-  if (onDestination === undefined)
-    return [{ ns: name, subject: 'namespace', kind: 'missing', detail: `the destination lacks this ${onSource.type}` }];
+  if (onDestination === undefined) {
+    differences.push({ ns: name, subject: 'namespace', kind: 'missing', detail: `the destination lacks this ${onSource.type}` });
+    return check;
+  }
   if (onSource.type !== onDestination.type) {
-    return [
-      {
-        ns: name,
-        subject: 'options',
-        kind: 'option',
-        detail: `a ${onSource.type} on the source, a ${onDestination.type} on the destination`,
-      },
-    ];
+    differences.push({
+      ns: name,
+      subject: 'options',
+      kind: 'option',
+      detail: `a ${onSource.type} on the source, a ${onDestination.type} on the destination`,
+    });
+    return check;
   }
-  const differences: CatalogDifference[] = [];
   const wanted = expectedOptions(onSource, form);
   if (!sameDefinition(wanted, onDestination.options)) {
     const what = onSource.type === 'view' ? 'view definition' : 'collection options';
@@ -134,10 +170,13 @@ export async function checkNamespace(
       detail: `${what} differ: expected ${show(wanted)}, the destination has ${show(onDestination.options)}`,
     });
   }
-  if (onSource.type !== 'collection') return differences;
-  const [sourceIndexes, destinationIndexes] = await Promise.all([listIndexSpecs(source, ns), listIndexSpecs(destination, ns)]);
+  if (onSource.type !== 'collection') return check;
+  const [sourceIndexes, destinationIndexes] = await Promise.all([
+    timed('sourceTime', indexSpecsAt(source, ns)),
+    timed('destinationTime', indexSpecsAt(destination, ns)),
+  ]);
   // Dropped while being looked at: the change stream will say so, and the namespace is checked again.
-  if (sourceIndexes === undefined || destinationIndexes === undefined) return differences;
+  if (sourceIndexes === undefined || destinationIndexes === undefined) return check;
   const expected = expectedIndexes(sourceIndexes, onSource.options, request, form);
   const actual = new Map(destinationIndexes.map((spec) => [String(spec.name), withoutVersion(spec)]));
   for (const index of new Set([...expected.keys(), ...actual.keys()])) {
@@ -152,7 +191,7 @@ export async function checkNamespace(
           : `index ${JSON.stringify(index)} differs: expected ${show(want)}, the destination has ${show(have)}`;
     differences.push({ ns: name, subject: `index:${index}`, kind: 'index', detail });
   }
-  return differences;
+  return check;
 }
 
 /** Every namespace `selector` picks on a cluster (collections and views), by `db.coll`. */

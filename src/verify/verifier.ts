@@ -9,7 +9,9 @@
  * 1. begin: each cluster's change stream position "now" is recorded (state.ts) before anything
  *    is read, so that every change after it is seen;
  * 2. planning: every verified collection is cut into `_id` ranges (partitions.ts), and every
- *    namespace's definition is checked (catalog-check.ts);
+ *    namespace's definition is checked (catalog-check.ts; a difference counts once a second check,
+ *    after change events through the first one's source reads were applied, finds it again:
+ *    catalog-rechecks.ts);
  * 3. initial hashing: the ranges are compared on both clusters in worker threads
  *    (compare-range.ts, range-pool.ts), `verifyWorkers` at once; each task's differences are
  *    queued durably, then its position recorded, so a restart skips what is done;
@@ -47,7 +49,8 @@ import { planCollectionCopy } from '../plan/copy-plan.js';
 import { forEachBounded } from '../plan/destination.js';
 import { readCollectionStats } from '../plan/partitions.js';
 import { selectorFor, type NamespaceSelector } from '../plan/namespaces.js';
-import { checkNamespace, selectedNamespaces, type CatalogForm } from './catalog-check.js';
+import { checkNamespace, selectedNamespaces, type CatalogForm, type NamespaceCheck } from './catalog-check.js';
+import { CatalogRecheckStore, settleDefinitions } from './catalog-rechecks.js';
 import type { RangeOutcome } from './compare-range.js';
 import { documentMismatch, mismatchLine, MismatchStore } from './mismatches.js';
 import { Rechecker } from './recheck.js';
@@ -60,6 +63,9 @@ import { TouchFollower, type DdlTouch } from './touches.js';
 
 /** Differences shown in progress warnings (the report has them all). */
 const WARNED_MISMATCHES = 5;
+
+/** Namespaces whose definition differences are checked again at a time (catalog-rechecks.ts). */
+const CATALOG_RECHECK_BATCH = 100;
 
 /** Later than any cluster time. */
 const LAST_TIME = new Timestamp({ t: 0xffffffff, i: 0xffffffff });
@@ -95,6 +101,9 @@ export class Verifier implements VerificationPhase {
   readonly #partitions: VerificationPartitions;
   readonly #rechecks: RecheckStore;
   readonly #mismatches: MismatchStore;
+  readonly #catalogRechecks: CatalogRecheckStore;
+  /** The check of each namespace under way: one at a time per namespace (each replaces what the last left waiting). */
+  readonly #catalogChecks = new Map<string, Promise<unknown>>();
   readonly #queue: RecheckQueue;
   #record: VerificationDocument | undefined;
   #syncPhase: SyncPhase;
@@ -106,6 +115,8 @@ export class Verifier implements VerificationPhase {
   #followers: Partial<Record<Side, TouchFollower>> = {};
   /** DDL events waiting to be handled, oldest first. */
   #ddl: DdlTouch[] = [];
+  /** The DDL event being handled (still first in `#ddl`). */
+  #handlingDdl: DdlTouch | undefined;
   /** Figures for progress (kept in memory; refreshed from the metadata at each checkpoint). */
   #figures = {
     ranges: { total: 0, done: 0 },
@@ -122,6 +133,8 @@ export class Verifier implements VerificationPhase {
   #commit: CommitView = { applied: false, completed: false };
   /** The final pass has queued every known document difference for one more check. */
   #knownRechecked = false;
+  /** The final pass has checked every namespace's definition in its final form. */
+  #finalCatalogChecked = false;
   #problem: string | undefined;
   #commitWarning: string | undefined;
   /** Reads of the differences started, and the latest one shown (an older read never overwrites a newer). */
@@ -135,6 +148,7 @@ export class Verifier implements VerificationPhase {
     this.#partitions = new VerificationPartitions(context.store);
     this.#rechecks = new RecheckStore(context.store);
     this.#mismatches = new MismatchStore(context.store);
+    this.#catalogRechecks = new CatalogRecheckStore(context.store);
     this.#queue = new RecheckQueue(this.#rechecks, context.settings.verification.maxPendingRechecks);
   }
 
@@ -455,7 +469,9 @@ export class Verifier implements VerificationPhase {
       }
     });
     const names = [...new Set([...onSource.keys(), ...onDestination.keys()])];
-    await forEachBounded(names, PLANNING_PARALLELISM, (name) => this.#checkCatalog(splitNamespace(name)));
+    await forEachBounded(names, PLANNING_PARALLELISM, async (name) => {
+      await this.#checkCatalog(splitNamespace(name));
+    });
     await this.#state.markPlanned(estimated, collections.length);
     this.#record = (await this.#state.read())!;
     await this.#refreshFigures();
@@ -466,21 +482,46 @@ export class Verifier implements VerificationPhase {
   }
 
   /**
-   * Checks a namespace's definition and records what differs (and forgets what no longer does).
-   * Not while commit restores the destination's characteristics (between "events applied" and
-   * "completed" it is half one form, half the other): the final pass checks every namespace.
+   * Checks a namespace's definition: a difference is recorded once a second check, made after
+   * change events through the first one's source reads were applied, finds it again
+   * (catalog-rechecks.ts); one no longer found is forgotten. Not while commit restores the
+   * destination's characteristics (between "events applied" and "completed" it is half one form,
+   * half the other): the final pass checks every namespace. False when it did not check.
    */
-  async #checkCatalog(ns: Namespace): Promise<void> {
+  async #checkCatalog(ns: Namespace): Promise<boolean> {
+    const name = namespaceOf(ns);
+    const check = (this.#catalogChecks.get(name) ?? Promise.resolve()).then(() => this.#checkCatalogNow(ns));
+    const settled = check.catch(() => undefined);
+    this.#catalogChecks.set(name, settled);
+    try {
+      return await check;
+    } finally {
+      if (this.#catalogChecks.get(name) === settled) this.#catalogChecks.delete(name);
+    }
+  }
+
+  async #checkCatalogNow(ns: Namespace): Promise<boolean> {
     const { source, destination, request, logger } = this.#context;
     const commit = await this.#readCommit();
-    if (commit.applied && !commit.completed) return;
-    const differences = await checkNamespace(source.client, destination.client, ns, request, this.#form());
+    if (commit.applied && !commit.completed) return false;
     const name = namespaceOf(ns);
+    // Applied before this check reads (once the commit is complete, all that ever will be).
+    const applied = commit.completed ? LAST_TIME : this.#applied;
+    const waiting = await this.#catalogRechecks.get(name);
+    const check = await checkNamespace(source.client, destination.client, ns, request, this.#form());
+    const settled = waiting !== undefined && !timeAfter(waiting.dueAt, applied) && (commit.completed || this.#streamsPast(name, check));
+    const { confirmed, unconfirmed } = settleDefinitions(waiting, check.differences, settled);
+    // Written before the event or plan that caused this check is let go: a restart checks it again.
+    await this.#catalogRechecks.save({
+      ns: name,
+      differences: unconfirmed,
+      ...(check.sourceTime === undefined ? {} : { dueAt: check.sourceTime }),
+    });
     const resolved = await this.#mismatches.resolveNamespaceLevel(
       name,
-      differences.map((d) => d.subject),
+      check.differences.map((d) => d.subject),
     );
-    for (const difference of differences) {
+    for (const difference of confirmed) {
       const fresh = await this.#mismatches.record(name, { subject: difference.subject }, difference.kind, difference.detail);
       if (fresh)
         logger.error(
@@ -488,9 +529,37 @@ export class Verifier implements VerificationPhase {
           `Verification: ${name}: ${difference.kind} (${difference.detail})`,
         );
     }
-    if (resolved > 0 || differences.length > 0) await this.#refreshMismatches();
+    if (resolved > 0 || confirmed.length > 0) await this.#refreshMismatches();
     // A namespace the destination lacks is one difference, not one per document.
-    if (differences.some((d) => d.subject === 'namespace' && d.kind === 'missing')) await this.#partitions.skipNamespace(ns);
+    if (check.differences.some((d) => d.subject === 'namespace' && d.kind === 'missing')) await this.#partitions.skipNamespace(ns);
+    return true;
+  }
+
+  /**
+   * Both change streams have read past a check's reads, and no DDL on the namespace waits to be
+   * handled: a definition changed between two checks (and back) would have shown as an event.
+   */
+  #streamsPast(name: string, check: NamespaceCheck): boolean {
+    const { source, destination } = this.#followers;
+    if (check.sourceTime === undefined || check.destinationTime === undefined) return false;
+    if (timeAfter(check.sourceTime, source?.position) || timeAfter(check.destinationTime, destination?.position)) return false;
+    const { db } = splitNamespace(name);
+    return !this.#ddl.some(
+      (ddl) =>
+        ddl !== this.#handlingDdl &&
+        ddl.namespaces.some((ns) => (ns.coll === undefined ? ns.db === db : namespaceOf(ns as Namespace) === name)),
+    );
+  }
+
+  /** Checks again the namespaces whose definition differences are due (catalog-rechecks.ts), a batch at a time. */
+  async #recheckDefinitions(): Promise<void> {
+    const commit = this.#commit;
+    if (commit.applied && !commit.completed) return;
+    const due = await this.#catalogRechecks.due(commit.completed ? 'all' : this.#applied, CATALOG_RECHECK_BATCH);
+    for (const name of due) {
+      if (this.#ending) return;
+      await this.#checkCatalog(splitNamespace(name));
+    }
   }
 
   /** Compares every unfinished range, `rangesAtOnce` at a time. */
@@ -641,12 +710,17 @@ export class Verifier implements VerificationPhase {
       return false;
     }
     if (this.#queue.size > 0 || (await this.#rechecks.count()) > 0) return false;
-    // Definitions in their final form, now that commit restored them.
-    const [onSource, onDestination] = await Promise.all([
-      selectedNamespaces(this.#context.source.client, this.#selector),
-      selectedNamespaces(this.#context.destination.client, this.#selector),
-    ]);
-    for (const name of new Set([...onSource.keys(), ...onDestination.keys()])) await this.#checkCatalog(splitNamespace(name));
+    if (!this.#finalCatalogChecked) {
+      // Definitions in their final form, now that commit restored them.
+      const [onSource, onDestination] = await Promise.all([
+        selectedNamespaces(this.#context.source.client, this.#selector),
+        selectedNamespaces(this.#context.destination.client, this.#selector),
+      ]);
+      for (const name of new Set([...onSource.keys(), ...onDestination.keys()])) await this.#checkCatalog(splitNamespace(name));
+      this.#finalCatalogChecked = true;
+    }
+    // What they found is confirmed by a second check (the DDL loop), or goes away.
+    if ((await this.#catalogRechecks.count()) > 0) return false;
     const count = await this.#mismatches.count();
     await this.#state.complete(count > 0 ? 'differences' : 'clean');
     this.#record = (await this.#state.read())!;
@@ -684,6 +758,7 @@ export class Verifier implements VerificationPhase {
       const ddl = this.#ddl[0];
       if (ddl === undefined) {
         if (this.#record?.completedAt !== undefined) return;
+        await this.#recheckDefinitions();
         await this.#pause(500);
         continue;
       }
@@ -691,10 +766,16 @@ export class Verifier implements VerificationPhase {
         await this.#pause(200);
         continue;
       }
-      const names = await this.#namespacesOf(ddl);
-      for (const ns of names) {
-        if (ddl.rescan) await this.#replan(ns);
-        await this.#checkCatalog(ns);
+      this.#handlingDdl = ddl;
+      let names: Namespace[];
+      try {
+        names = await this.#namespacesOf(ddl);
+        for (const ns of names) {
+          if (ddl.rescan) await this.#replan(ns);
+          await this.#checkCatalog(ns);
+        }
+      } finally {
+        this.#handlingDdl = undefined;
       }
       this.#ddl.shift();
       ddl.batch.outstanding--;

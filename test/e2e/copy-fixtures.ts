@@ -182,6 +182,7 @@ export async function cleanUpRun(client: MongoClient, metadataDatabase: string):
     meta.collection('verification').deleteMany(ourIds),
     meta.collection('verificationPartitions').deleteMany(ours),
     meta.collection('verificationRechecks').deleteMany(ours),
+    meta.collection('verificationCatalogRechecks').deleteMany(ours),
     meta.collection('verificationMismatches').deleteMany(ours),
   ]);
 }

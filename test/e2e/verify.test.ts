@@ -68,6 +68,8 @@ function coll(client: MongoClient, db: string, name: string): Collection<any> {
   return client.db(db).collection<any>(name);
 }
 
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
 async function kill(ferry: FerryProcess): Promise<void> {
   ferry.child.kill('SIGKILL');
   await ferry.exit;
@@ -210,6 +212,61 @@ describe('embedded verifier', () => {
       // Commit restored the options it knows of, not what someone else changed; the documents still differ.
       assert.ok(keysOf(final, db).includes('docs|2|missing'), JSON.stringify(final.mismatches));
     } finally {
+      assert.equal(await ferry.stop(), 0);
+    }
+  });
+
+  it('does not report a definition the source changed and the destination has yet to apply; one planted on the destination it does', async (t) => {
+    if (!pair.local) return t.skip('slows the destination with a fail point (test clusters only)');
+    const db = `verify_ddl_${RUN}`;
+    await seed(db, ['docs'], 2000, 200);
+    await source.db(db).collection('docs').createIndex({ a: 1 }, { name: 'a_1' });
+    await source.db(db).createCollection('rules', { validator: { a: { $type: 'int' } } });
+    const admin = destination.db('admin');
+    // Change-event application's collMod on the destination waits 15 s: the verifier begins (and
+    // checks every definition) while the source has a validator the destination does not yet.
+    await admin.command({
+      configureFailPoint: 'failCommand',
+      mode: 'alwaysOn',
+      data: { failCommands: ['collMod'], blockConnection: true, blockTimeMS: 15_000 },
+    });
+    const ferry = await startFerry(ferryArgs(`verify-ddl-${RUN}`, '--copyWorkers', '1', '--batchBytes', '8192'));
+    const rulesReported: string[] = [];
+    const watch = (report: Record<string, any>) => {
+      for (const m of report.mismatches as Record<string, any>[]) if (m.namespace === `${db}.rules`) rulesReported.push(m.detail);
+    };
+    try {
+      assert.equal((await ferry.post('start', startBody(db))).status, 200);
+      // Once the copy has created it on the destination (else it is created as the source has it then).
+      while ((await destination.db(db).listCollections({ name: 'rules' }).toArray()).length === 0) await pause(20);
+      await source.db(db).command({ collMod: 'rules', validationAction: 'warn' });
+      const changedAt = Date.now();
+      const planned = await ferry.waitForVerification((r) => {
+        watch(r);
+        return r.progress.source.phase !== 'not started';
+      }, 120_000);
+      watch(planned);
+      const [onDestination] = await destination.db(db).listCollections({ name: 'rules' }).toArray();
+      assert.equal((onDestination as Document).options.validationAction, undefined, 'the check was made before the change was applied');
+      const beganAt = ferry.log().find((line) => String(line.message).startsWith('Verification begins'))?.time;
+      assert.ok(Date.parse(beganAt) >= changedAt, `began (${beganAt}) after the source changed (${new Date(changedAt).toISOString()})`);
+      await admin.command({ configureFailPoint: 'failCommand', mode: 'off' });
+
+      // Applied, the change leaves nothing reported; an index dropped on the destination is reported.
+      await ferry.waitForProgress((p) => p.canCommit === true && p.lagTimeSeconds === 0, 120_000);
+      await coll(destination, db, 'docs').dropIndex('a_1');
+      const report = await ferry.waitForVerification((r) => {
+        watch(r);
+        return r.mismatchCount >= 1 && r.pendingRechecks === 0;
+      }, 60_000);
+      assert.deepEqual(keysOf(report, db), ['docs|-|index']);
+      assert.deepEqual(rulesReported, [], 'a change in flight on the source is not a difference');
+      assert.deepEqual(
+        (await ferry.progress()).warnings.filter((w: string) => w.includes(`${db}.rules`)),
+        [],
+      );
+    } finally {
+      await admin.command({ configureFailPoint: 'failCommand', mode: 'off' }).catch(() => undefined);
       assert.equal(await ferry.stop(), 0);
     }
   });

@@ -3,12 +3,16 @@
 // order finds every document that is missing, extra or different (a value, a type, the order of
 // fields), resumes exactly after a task's last `_id`, and honours the range's bounds; a re-check
 // confirms a difference only on a second look at an unchanged source, once the change streams
-// have read past its reads.
+// have read past its reads. A namespace's definition is read with each cluster's time of the read
+// (for its confirmation), and definitions waiting for confirmation fall due as their time is applied.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Double, Int32, Long, MaxKey, MinKey, Timestamp } from 'bson';
 import { MongoClient, type Collection } from 'mongodb';
 import { MetadataStore, packValue, unpackValue } from '../../src/meta/store.js';
+import type { StartRequest } from '../../src/domain/start-request.js';
+import { checkNamespace } from '../../src/verify/catalog-check.js';
+import { CatalogRecheckStore } from '../../src/verify/catalog-rechecks.js';
 import { compareRange, type RangeDifference, type RangeTask } from '../../src/verify/compare-range.js';
 import { Rechecker } from '../../src/verify/recheck.js';
 import { RecheckQueue } from '../../src/verify/recheck-queue.js';
@@ -191,5 +195,43 @@ describe('verifier comparisons against clusters', () => {
     assert.deepEqual(ids(await store.due('all', 10)), [1, 2, 3], 'after commit every stored re-check is due');
     await store.remove([1, 2, 3].map((id) => ({ ns: `${DB}.c`, id: packValue(id) })));
     assert.equal(await store.count(), 0);
+  });
+  it('a definition check reads each cluster with its time, and sees what differs', async () => {
+    await source.db(DB).createCollection('defined', { validator: { a: { $type: 'int' } } });
+    await destination.db(DB).createCollection('defined', { validator: { a: { $type: 'int' } } });
+    await coll(source, 'defined').createIndex({ a: 1 }, { name: 'a_1' });
+    await coll(destination, 'defined').createIndex({ a: 1 }, { name: 'a_1' });
+    const request = { buildIndexes: 'always' } as unknown as StartRequest;
+    const ns = { db: DB, coll: 'defined' };
+    const before = (await source.db('admin').command({ ping: 1 })).operationTime as Timestamp;
+    const clean = await checkNamespace(source, destination, ns, request, 'temporary');
+    assert.deepEqual(clean.differences, []);
+    assert.ok(
+      clean.sourceTime !== undefined && !before.greaterThan(clean.sourceTime),
+      'the source read time is at or after what came before',
+    );
+    assert.ok(clean.destinationTime !== undefined, 'the destination read time is known');
+    await source.db(DB).command({ collMod: 'defined', validationAction: 'warn' });
+    await coll(destination, 'defined').dropIndex('a_1');
+    const changed = await checkNamespace(source, destination, ns, request, 'temporary');
+    assert.deepEqual(changed.differences.map((d) => `${d.subject}:${d.kind}`).sort(), ['index:a_1:index', 'options:option']);
+    assert.ok(changed.sourceTime!.greaterThan(clean.sourceTime!), 'the later read, the later time (the collMod is between)');
+  });
+
+  it('definitions waiting for confirmation: due once their time is applied, all of them up to the largest time', async () => {
+    const store = new CatalogRecheckStore(new MetadataStore(destination, `catalog-rechecks-${process.pid}`));
+    const at = (t: number, i = 1) => new Timestamp({ t, i });
+    const difference = (ns: string) => ({ ns, subject: 'options', kind: 'option' as const, detail: 'differs' });
+    await store.save({ ns: 'd.early', dueAt: at(1_700_000_000), differences: [difference('d.early')] });
+    await store.save({ ns: 'd.late', dueAt: at(0xfffffff0), differences: [difference('d.late')] });
+    await store.save({ ns: 'd.now', differences: [difference('d.now')] });
+    assert.deepEqual((await store.due(undefined, 10)).sort(), ['d.now']);
+    assert.deepEqual((await store.due(at(1_750_000_000), 10)).sort(), ['d.early', 'd.now']);
+    assert.deepEqual((await store.due(at(0xffffffff, 0xffffffff), 10)).sort(), ['d.early', 'd.late', 'd.now']);
+    assert.deepEqual((await store.due('all', 10)).sort(), ['d.early', 'd.late', 'd.now']);
+    assert.deepEqual((await store.get('d.early'))?.differences, [difference('d.early')]);
+    await store.save({ ns: 'd.early', dueAt: at(1_800_000_000), differences: [] });
+    assert.equal(await store.get('d.early'), undefined, 'nothing found: the namespace is forgotten');
+    assert.equal(await store.count(), 2);
   });
 });

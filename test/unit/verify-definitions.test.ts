@@ -2,7 +2,8 @@
 // document difference explained by its first differing field (value, type, order, presence); the
 // destination's indexes and options in their temporary form during the sync and the source's
 // after commit, with what `buildIndexes` leaves out not expected; definitions equal when only
-// numeric types or field order (where it means nothing) differ.
+// numeric types or field order (where it means nothing) differ. A definition difference counts
+// only when a settled second check finds it again, the same.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
@@ -11,7 +12,8 @@ import { findId } from '../../src/bson/index.js';
 import type { CollectionEntry } from '../../src/cluster/commands.js';
 import type { StartRequest } from '../../src/domain/start-request.js';
 import { packElement, packValue } from '../../src/meta/store.js';
-import { expectedIndexes, expectedOptions, sameDefinition } from '../../src/verify/catalog-check.js';
+import { expectedIndexes, expectedOptions, sameDefinition, type CatalogDifference } from '../../src/verify/catalog-check.js';
+import { settleDefinitions } from '../../src/verify/catalog-rechecks.js';
 import { describeDocumentDifference } from '../../src/verify/difference.js';
 import { idValue } from './bson-arbitraries.js';
 
@@ -114,5 +116,32 @@ describe('what the destination should hold', () => {
     assert.ok(!sameDefinition({ key: { a: 1, b: 1 } }, { key: { b: 1, a: 1 } }), 'key order is the index');
     assert.ok(!sameDefinition({ validationLevel: 'strict' }, { validationLevel: 'moderate' }));
     assert.ok(!sameDefinition({ pipeline: [{ $match: {} }, { $limit: 1 }] }, { pipeline: [{ $limit: 1 }, { $match: {} }] }));
+  });
+});
+
+describe('confirming a definition difference', () => {
+  const option = (detail: string): CatalogDifference => ({ ns: 'd.c', subject: 'options', kind: 'option', detail });
+  const index: CatalogDifference = { ns: 'd.c', subject: 'index:a_1', kind: 'index', detail: 'index "a_1" missing on the destination' };
+  const keys = (found: CatalogDifference[]) => found.map((d) => `${d.subject}|${d.detail}`);
+
+  it('the first check confirms nothing: what it finds waits', () => {
+    assert.deepEqual(settleDefinitions(undefined, [index], true), { confirmed: [], unconfirmed: [index] });
+  });
+
+  it('a settled second check confirms what it finds again, the same; what changed waits again', () => {
+    const waiting = { ns: 'd.c', differences: [index, option('expected {"validationAction":"warn"}, the destination has {}')] };
+    const moved = option('expected {"validationAction":"error"}, the destination has {"validationAction":"warn"}');
+    const { confirmed, unconfirmed } = settleDefinitions(waiting, [index, moved], true);
+    assert.deepEqual(keys(confirmed), keys([index]));
+    assert.deepEqual(keys(unconfirmed), keys([moved]), 'the source changed again meanwhile: not confirmed');
+  });
+
+  it('a check that is not settled (events not applied through the first one, streams behind, DDL waiting) confirms nothing', () => {
+    const waiting = { ns: 'd.c', differences: [index] };
+    assert.deepEqual(settleDefinitions(waiting, [index], false), { confirmed: [], unconfirmed: [index] });
+  });
+
+  it('what a second check no longer finds is neither confirmed nor kept', () => {
+    assert.deepEqual(settleDefinitions({ ns: 'd.c', differences: [index] }, [], true), { confirmed: [], unconfirmed: [] });
   });
 });

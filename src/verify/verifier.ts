@@ -660,7 +660,7 @@ export class Verifier implements VerificationPhase {
       const applied = this.#commit.completed ? LAST_TIME : this.#applied;
       let due = this.#queue.due(applied, batch);
       if (due.length < batch) {
-        // Not `LAST_TIME` in the query: a time that far is not one to send a server (a test cluster matched nothing below it).
+        // After commit every stored re-check is due, whatever its time (`all`: no time in the query).
         const stored = await this.#rechecks.due(this.#commit.completed ? 'all' : applied, batch - due.length, this.#queue.storedInMemory());
         due = [...due, ...this.#queue.load(stored)];
       }

@@ -17,6 +17,7 @@
 import type { Timestamp } from 'bson';
 import { InstanceCollection, type MetadataStore } from '../meta/store.js';
 import type { CatalogDifference } from './catalog-check.js';
+import { dueAtFilter } from './recheck-store.js';
 
 /** A namespace's definition differences found by one check, waiting for the next. */
 export interface CatalogRecheck {
@@ -87,14 +88,8 @@ export class CatalogRecheckStore extends InstanceCollection<CatalogRecheckDocume
 
   /** Namespaces due once events through `applied` are applied (`all`: every one), oldest first, at most `limit`. */
   async due(applied: Timestamp | 'all' | undefined, limit: number): Promise<string[]> {
-    const dueFilter =
-      applied === 'all'
-        ? {}
-        : applied === undefined
-          ? { dueAt: { $exists: false } }
-          : { $or: [{ dueAt: { $exists: false } }, { dueAt: { $lte: applied } }] };
     const docs = await this.collection
-      .find({ instance: this.instance, ...dueFilter }, { projection: { ns: 1 } })
+      .find({ instance: this.instance, ...dueAtFilter(applied) }, { projection: { ns: 1 } })
       .sort({ dueAt: 1 })
       .limit(limit)
       .toArray();

@@ -31,6 +31,16 @@ interface RecheckDocument extends StoredRecheck {
   updatedAt: Date;
 }
 
+/**
+ * What is due once change events through `applied` are applied (`all`: everything, nothing more
+ * will be), by `dueAt` (absent: at once).
+ */
+export function dueAtFilter(applied: Timestamp | 'all' | undefined): Record<string, unknown> {
+  if (applied === 'all') return {};
+  if (applied === undefined) return { dueAt: { $exists: false } };
+  return { $or: [{ dueAt: { $exists: false } }, { dueAt: { $lte: applied } }] };
+}
+
 export class RecheckStore extends InstanceCollection<RecheckDocument> {
   constructor(store: MetadataStore) {
     super(store, 'verificationRechecks');
@@ -74,16 +84,10 @@ export class RecheckStore extends InstanceCollection<RecheckDocument> {
     limit: number,
     skip: readonly { ns: string; id: string }[] = [],
   ): Promise<StoredRecheck[]> {
-    const dueFilter =
-      applied === 'all'
-        ? {}
-        : applied === undefined
-          ? { dueAt: { $exists: false } }
-          : { $or: [{ dueAt: { $exists: false } }, { dueAt: { $lte: applied } }] };
     const docs = await this.collection
       .find({
         instance: this.instance,
-        ...dueFilter,
+        ...dueAtFilter(applied),
         ...(skip.length > 0 ? { _id: { $nin: skip.map((key) => this.#key(key.ns, key.id)) } } : {}),
       })
       .sort({ dueAt: 1 })

@@ -511,12 +511,6 @@ export class Verifier implements VerificationPhase {
     const check = await checkNamespace(source.client, destination.client, ns, request, this.#form());
     const settled = waiting !== undefined && !timeAfter(waiting.dueAt, applied) && (commit.completed || this.#streamsPast(name, check));
     const { confirmed, unconfirmed } = settleDefinitions(waiting, check.differences, settled);
-    // Written before the event or plan that caused this check is let go: a restart checks it again.
-    await this.#catalogRechecks.save({
-      ns: name,
-      differences: unconfirmed,
-      ...(check.sourceTime === undefined ? {} : { dueAt: check.sourceTime }),
-    });
     const resolved = await this.#mismatches.resolveNamespaceLevel(
       name,
       check.differences.map((d) => d.subject),
@@ -529,6 +523,13 @@ export class Verifier implements VerificationPhase {
           `Verification: ${name}: ${difference.kind} (${difference.detail})`,
         );
     }
+    // After the confirmed are recorded (a crash in between checks them again), before the event or
+    // plan that caused this check is let go: a restart checks what waits again.
+    await this.#catalogRechecks.save({
+      ns: name,
+      differences: unconfirmed,
+      ...(check.sourceTime === undefined ? {} : { dueAt: check.sourceTime }),
+    });
     if (resolved > 0 || confirmed.length > 0) await this.#refreshMismatches();
     // A namespace the destination lacks is one difference, not one per document.
     if (check.differences.some((d) => d.subject === 'namespace' && d.kind === 'missing')) await this.#partitions.skipNamespace(ns);
@@ -557,7 +558,8 @@ export class Verifier implements VerificationPhase {
     if (commit.applied && !commit.completed) return;
     const due = await this.#catalogRechecks.due(commit.completed ? 'all' : this.#applied, CATALOG_RECHECK_BATCH);
     for (const name of due) {
-      if (this.#ending) return;
+      // DDL events first: a rescan they need holds canCommit back.
+      if (this.#ending || this.#ddl.length > 0) return;
       await this.#checkCatalog(splitNamespace(name));
     }
   }

@@ -40,6 +40,16 @@ const RETRY = { FERRY_COMMIT_RETRY_INTERVAL_MS: '200' };
 /** A running sync moves its change-stream checkpoint by itself: left out of snapshots taken while it runs. */
 const CHECKPOINTS = [`${METADATA_DATABASE}.changeStream`];
 
+/**
+ * Waits for COMMITTED and the embedded verifier's final pass after it: until then the verifier
+ * writes its own metadata on the destination (its outcome, changes it cannot verify), which a
+ * snapshot would take for the refused call's doing.
+ */
+async function committedAndVerified(ferry: FerryProcess): Promise<void> {
+  await ferry.waitForProgress((p) => p.state === 'COMMITTED', 60_000);
+  await ferry.waitForVerification((r) => r.outcome !== 'pending', 60_000);
+}
+
 /** Makes `client`'s cluster refuse every `collMod` (on), or stop refusing (off). */
 async function refuseCollMod(client: MongoClient, on: boolean): Promise<void> {
   await client.db('admin').command({
@@ -135,7 +145,7 @@ describe('reverse refusals', { skip: local ? false : 'needs test clusters of its
       } finally {
         await refuseCollMod(pair.root[1], false);
       }
-      await ferry.waitForProgress((p) => p.state === 'COMMITTED', 60_000);
+      await committedAndVerified(ferry);
 
       // The way back gone from both clusters: nothing to reverse from.
       const wayBack = await Promise.all(pair.root.map((client) => metadata(client, 'wayBack')));
@@ -187,7 +197,7 @@ describe('reverse refusals', { skip: local ? false : 'needs test clusters of its
       assert.equal(started.status, 200, JSON.stringify(started.body));
       await ferry.waitForProgress((p) => p.canCommit === true, 60_000);
       assert.equal((await ferry.post('commit', {})).status, 200);
-      await ferry.waitForProgress((p) => p.state === 'COMMITTED', 60_000);
+      await committedAndVerified(ferry);
       const refused = await assertRefused(pair, ferry, { command: 'reverse' }, { status: 409, error: 'NotReversible', state: 'COMMITTED' });
       assert.match(refused.errorDescription, /reversible: true/);
     } finally {
@@ -214,7 +224,7 @@ describe('reverse once the way back is out of the oplog', { skip: local ? false 
       assert.equal((await ferry.post('start', REVERSIBLE)).status, 200);
       await ferry.waitForProgress((p) => p.canCommit === true, 60_000);
       assert.equal((await ferry.post('commit', {})).status, 200);
-      await ferry.waitForProgress((p) => p.state === 'COMMITTED', 60_000);
+      await committedAndVerified(ferry);
       // About 3 MiB of writes on the new cluster roll its 1 MiB oplog past where it became writable.
       for (let i = 0; i < 30; i++) {
         await pair.app[1]

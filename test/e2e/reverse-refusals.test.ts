@@ -37,8 +37,11 @@ import {
 
 const DB = `reverse_refused_${RUN}`;
 const RETRY = { FERRY_COMMIT_RETRY_INTERVAL_MS: '200' };
-/** A running sync moves its change-stream checkpoint by itself: left out of snapshots taken while it runs. */
-const CHECKPOINTS = [`${METADATA_DATABASE}.changeStream`];
+/**
+ * A running sync moves its change-stream checkpoints (application's, the verifier's) by itself:
+ * left out of snapshots taken while it runs.
+ */
+const CHECKPOINTS = [`${METADATA_DATABASE}.changeStream`, `${METADATA_DATABASE}.verification`];
 
 /**
  * Waits for COMMITTED and the embedded verifier's final pass after it: until then the verifier
@@ -171,7 +174,8 @@ describe('reverse refusals', { skip: local ? false : 'needs test clusters of its
       } finally {
         await refuseCollMod(pair.root[0], false);
       }
-      await ferry.waitForProgress((p) => p.state === 'RUNNING', 60_000);
+      // Settled, as the first RUNNING above: the reversed sync's copy check and verifier planning done.
+      await ferry.waitForProgress((p) => p.state === 'RUNNING' && p.canCommit === true, 60_000);
       await assertRefused(pair, ferry, { command: 'reverse' }, refusedState('RUNNING', CHECKPOINTS));
     } finally {
       assert.equal(await ferry.stop(), 0);

@@ -12,7 +12,7 @@ import assert from 'node:assert/strict';
 import type { Document } from 'bson';
 import { RUN, useClusterPair } from './copy-fixtures.js';
 import { EXCLUDED, playOperations, sampleOperations, seed } from './cea-workload.js';
-import { copyFinished, startFerry, type FerryProcess, type Progress } from './ferry-process.js';
+import { commitWhenReady, copyFinished, startFerry, type FerryProcess, type Progress } from './ferry-process.js';
 
 const clusters = useClusterPair();
 /** Slow, fine-grained copy, so that the workload overlaps it. */
@@ -29,14 +29,9 @@ async function assertEqualToSource(db: string): Promise<void> {
 }
 
 async function commitAndWait(ferry: FerryProcess): Promise<Progress> {
-  // canCommit follows the verifier, which a late DDL event's rescan takes back: asked again, as an operator would.
-  let committed: { status: number; body: Record<string, any> };
-  for (let tries = 0; ; tries++) {
-    const ready = await ferry.waitForProgress((p) => p.canCommit === true, 120_000);
-    assert.ok(ready.lagTimeSeconds <= 30, JSON.stringify(ready));
-    committed = await ferry.post('commit', {});
-    if (committed.status !== 409 || committed.body.error !== 'NotReadyToCommit' || tries === 5) break;
-  }
+  const ready = await ferry.waitForProgress((p) => p.canCommit === true, 120_000);
+  assert.ok(ready.lagTimeSeconds <= 30, JSON.stringify(ready));
+  const committed = await commitWhenReady(ferry);
   assert.equal(committed.status, 200, JSON.stringify(committed.body));
   assert.match((await ferry.progress()).state, /^COMMITT(ING|ED)$/);
   return ferry.waitForProgress((p) => p.state === 'COMMITTED', 120_000);

@@ -145,3 +145,16 @@ export async function startFerry(
 /** The copy has finished (the initial copy's last phase reached). */
 export const copyFinished = (progress: Progress): boolean =>
   (typeof progress.info === 'string' && progress.info.startsWith('copy complete')) || progress.info === 'change event application';
+
+/**
+ * Asks for the commit once progress says `canCommit`, and again on NotReadyToCommit, as an operator
+ * would: canCommit follows the embedded verifier, which a DDL event's rescan takes back until the
+ * namespace is scanned again. Returns the last answer (at most `tries` asked).
+ */
+export async function commitWhenReady(ferry: FerryProcess, tries = 6): Promise<{ status: number; body: Record<string, any> }> {
+  for (let tried = 1; ; tried++) {
+    await ferry.waitForProgress((p) => p.canCommit === true, 120_000);
+    const committed = await ferry.post('commit', {});
+    if (committed.status !== 409 || committed.body.error !== 'NotReadyToCommit' || tried >= tries) return committed;
+  }
+}

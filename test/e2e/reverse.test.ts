@@ -14,7 +14,7 @@ import assert from 'node:assert/strict';
 import type { Document, Timestamp } from 'bson';
 import { RUN } from './copy-fixtures.js';
 import { playOperations, sampleOperations } from './cea-workload.js';
-import type { FerryProcess, Progress } from './ferry-process.js';
+import { commitWhenReady, type FerryProcess, type Progress } from './ferry-process.js';
 import {
   assertBlocked,
   assertTemporaryForms,
@@ -53,13 +53,7 @@ async function namedWrites(pair: ReversePair, side: 0 | 1, tag: string): Promise
  * destination of this direction clean (its record lives in that direction's metadata, on `destination`).
  */
 async function commitAndWait(ferry: FerryProcess, pair: ReversePair, destination: 0 | 1): Promise<Progress> {
-  // canCommit may be taken back between two reads (the verifier scans a renamed collection again): ask again, as an operator would.
-  let committed;
-  for (let tries = 0; ; tries++) {
-    await ferry.waitForProgress((p) => p.canCommit === true, 120_000);
-    committed = await ferry.post('commit', {});
-    if (committed.status !== 409 || committed.body.error !== 'NotReadyToCommit' || tries === 5) break;
-  }
+  const committed = await commitWhenReady(ferry);
   assert.equal(committed.status, 200, JSON.stringify(committed.body));
   const done = await ferry.waitForProgress((p) => p.state === 'COMMITTED', 120_000);
   const report = await ferry.waitForVerification((r) => r.outcome !== 'pending', 120_000);

@@ -23,7 +23,7 @@ export const FLOORS = [
   ['config', 'meta'], // the option table and the settings it gives; the metadata on the destination
   ['phase'], // the contract every phase implements and the context it gets
   ['plan', 'guard'], // namespaces, preflight, destination preparation, partitions, planning; the destination's guard
-  ['copy', 'cea', 'commit', 'reverse', 'recovery'], // the phases, and finding a recorded sync at startup
+  ['copy', 'cea', 'commit', 'verify', 'reverse', 'recovery'], // the phases, and finding a recorded sync at startup
   ['sync'], // the orchestrator: sequences the phases
   ['state'], // the state machine and progress
   ['api'], // the control API

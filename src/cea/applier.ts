@@ -2,7 +2,7 @@
  * Change-event application: the source's change stream, from T0 (or the recorded resume
  * token), applied to the destination until commit. It runs alongside the initial copy.
  *
- * The main thread reads the stream as raw BSON (change-stream-reader.ts) and looks at each
+ * The main thread reads the stream as raw BSON (src/cluster/change-stream.ts) and looks at each
  * event's routing fields only (`readChangeEvent`):
  * - an event outside the namespace filter, or on Ferry's metadata, is dropped (a rename counts
  *   as inside when either of its names is);
@@ -22,7 +22,7 @@
  * deletes applied during it are checked again (tombstones.ts), and that moment's source time is
  * recorded: renames older than it may have raced the copy and re-read their collection.
  *
- * The resume token recorded (checkpoint.ts) is always one up to which everything is durably
+ * The resume token recorded (src/meta/change-stream.ts) is always one up to which everything is durably
  * applied: the lanes' watermark, at reader-batch granularity (each batch's
  * `postBatchResumeToken`), at most once per interval, at each barrier, and when stopping. A
  * restart resumes after it; events applied again are harmless (write-plan.ts). Only CRUD events
@@ -34,8 +34,8 @@ import { BsonType, decodeDocument, findElement, readChangeEvent, type ChangeEven
 import { NamespaceRecords } from '../meta/namespaces.js';
 import { PartitionTable } from '../meta/partitions.js';
 import { ApplyPool } from './apply-pool.js';
-import { ChangeStreamReader } from './change-stream-reader.js';
-import { ChangeStreamCheckpoints, type StreamPosition } from './checkpoint.js';
+import { ChangeStreamReader } from '../cluster/change-stream.js';
+import { ChangeStreamCheckpoints, type StreamPosition } from '../meta/change-stream.js';
 import { documentKeyOf, hotDocumentKeys, idKey, laneOf } from './document-key.js';
 import { DdlApplier, isDdlOperation } from './ddl.js';
 import { isCrudOperation } from './crud-event.js';
@@ -259,7 +259,8 @@ export class ChangeEventApplier implements ChangeApplication {
     this.#lag.applied(recorded?.appliedThrough ?? context.resume.startAtOperationTime);
     const lanes = this.#newLanes();
     const reader = new ChangeStreamReader({
-      source: context.source.client,
+      client: context.source.client,
+      updateLookup: true,
       start:
         this.#applied !== undefined
           ? { startAfter: this.#applied.resumeToken }

@@ -194,12 +194,69 @@ export async function listCollectionEntries(db: Db, name?: string): Promise<Coll
   const entries = await retryTransient(() =>
     db.listCollections(name === undefined ? {} : { name }, { nameOnly: false, ...TYPE_FAITHFUL }).toArray(),
   );
-  return entries.map((entry) => {
-    const raw = entry as { name: string; type?: string; options?: Document; info?: { uuid?: Binary } };
-    const typed: CollectionEntry = { name: raw.name, type: raw.type ?? 'collection', options: raw.options ?? {} };
-    if (raw.info?.uuid !== undefined) typed.uuid = raw.info.uuid;
-    return typed;
-  });
+  return entries.map(toCollectionEntry);
+}
+
+function toCollectionEntry(entry: Document): CollectionEntry {
+  const raw = entry as { name: string; type?: string; options?: Document; info?: { uuid?: Binary } };
+  const typed: CollectionEntry = { name: raw.name, type: raw.type ?? 'collection', options: raw.options ?? {} };
+  if (raw.info?.uuid !== undefined) typed.uuid = raw.info.uuid;
+  return typed;
+}
+
+/** A catalog read and the cluster's time of it: the newest `operationTime` of its replies (absent from a standalone server). */
+export interface TimedRead<T> {
+  value: T;
+  time?: Timestamp;
+}
+
+/**
+ * Runs a cursor command of the catalog (`listCollections`, `listIndexes`) to its end, in one
+ * session (a cursor is continued in the session that opened it), type-faithfully, keeping the
+ * newest `operationTime` of its replies. Reads only: nothing is written to get the time.
+ */
+async function readCatalogCursor(client: MongoClient, db: string, command: Document): Promise<TimedRead<Document[]>> {
+  const session = client.startSession({ causalConsistency: false });
+  const read: TimedRead<Document[]> = { value: [] };
+  const take = (reply: Document, batch: 'firstBatch' | 'nextBatch') => {
+    const time = reply.operationTime as Timestamp | undefined;
+    if (time?._bsontype === 'Timestamp' && (read.time === undefined || time.greaterThan(read.time))) read.time = time;
+    const cursor = reply.cursor as { id?: unknown; ns?: string } & Record<typeof batch, Document[] | undefined>;
+    read.value.push(...(cursor[batch] ?? []));
+    return cursor;
+  };
+  try {
+    let cursor = take(await client.db(db).command(command, { session, ...TYPE_FAITHFUL }), 'firstBatch');
+    while (cursor.id !== undefined && !isZeroCursorId(cursor.id)) {
+      const collection = String(cursor.ns ?? '').slice(db.length + 1);
+      cursor = take(await client.db(db).command({ getMore: cursor.id, collection }, { session, ...TYPE_FAITHFUL }), 'nextBatch');
+    }
+    return read;
+  } finally {
+    await session.endSession().catch(() => undefined);
+  }
+}
+
+function isZeroCursorId(id: unknown): boolean {
+  const long = id as { isZero?: () => boolean };
+  return typeof long.isZero === 'function' ? long.isZero() : Number(id) === 0;
+}
+
+/** The `listCollections` entry of one namespace (undefined when there is none), with the time of the read. */
+export async function collectionEntryAt(client: MongoClient, ns: Namespace): Promise<TimedRead<CollectionEntry | undefined>> {
+  const read = await readCatalogCursor(client, ns.db, { listCollections: 1, filter: { name: ns.coll }, nameOnly: false, cursor: {} });
+  const [entry] = read.value;
+  return { value: entry === undefined ? undefined : toCollectionEntry(entry), ...(read.time === undefined ? {} : { time: read.time }) };
+}
+
+/** `listIndexes` of a collection (undefined when it does not exist any more), with the time of the read. */
+export async function indexSpecsAt(client: MongoClient, ns: Namespace): Promise<TimedRead<Document[] | undefined>> {
+  try {
+    return await readCatalogCursor(client, ns.db, { listIndexes: ns.coll, cursor: {} });
+  } catch (error) {
+    if (isNamespaceNotFound(error)) return { value: undefined };
+    throw error;
+  }
 }
 
 /** The `listCollections` entry of one namespace, or undefined when there is none. */

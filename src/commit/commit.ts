@@ -4,7 +4,7 @@
  * `begin` (while the request waits, so a refusal changes nothing the operator can see): with
  * `sourceAndDestination` write blocking the source is blocked first, so no user write can follow
  * the commit point; then the commit point is taken on the source (an `appendOplogNote`, whose
- * `operationTime` is after every write before it) and recorded (commit-record.ts). A failure
+ * `operationTime` is after every write before it) and recorded (src/meta/commit.ts). A failure
  * unblocks the source again: the sync stays RUNNING.
  *
  * `start` (in the background, state COMMITTING), each stage recorded before the next so that a
@@ -45,8 +45,8 @@ import { crossClusterFence } from '../meta/fence.js';
 import { MetadataStore } from '../meta/store.js';
 import { WayBackRecord, type WayBackDocument } from '../meta/way-back.js';
 import type { CommitContext, CommitPhase, PhaseOutcome, PhaseStatus } from '../phase/contract.js';
+import { CommitRecord } from '../meta/commit.js';
 import { RetryUntilDone } from '../phase/retry-until-done.js';
-import { CommitRecord } from './commit-record.js';
 import { copyHotDocuments } from './hot-documents.js';
 import { describeFailure, planRestore, runRestore, type RestoreFailure } from './restore.js';
 

@@ -151,7 +151,7 @@ export const OPTIONS = {
     default: 3,
     valueName: '<1-4>',
     help: 'how hard to push the clusters',
-    meaning: 'how hard Ferry pushes the clusters; sets the next four (table below). Live: SIGHUP re-reads it from `--config`',
+    meaning: 'how hard Ferry pushes the clusters; sets the next five (table below). Live: SIGHUP re-reads it from `--config`',
   },
   copyWorkers: {
     live: true,
@@ -195,6 +195,15 @@ export const OPTIONS = {
     help: 'largest write batch in bytes',
     meaning: 'largest write batch (1024 – 48,000,000)',
   },
+  verifyWorkers: {
+    type: 'integer',
+    min: 1,
+    max: 256,
+    loadLevel: [1, 1, 2, 4],
+    valueName: '<n>',
+    help: '`_id` ranges the verifier compares at once',
+    meaning: '`_id` ranges the embedded verifier compares at once (each read from both clusters)',
+  },
   partitionSizeMB: {
     type: 'integer',
     min: 1,
@@ -225,10 +234,8 @@ export const OPTIONS = {
     type: 'switch',
     default: false,
     defaultText: 'off',
-    help: 'accepted for mongosync compatibility (no embedded verifier in this build)',
-    meaning:
-      'accepted for mongosync compatibility; this build has no embedded verifier, so it changes nothing ' +
-      '(verify with `scripts/lib/compare-clusters.ts`, as the demo does)',
+    help: 'turn the embedded verifier off (as the start option verification: {enabled: false})',
+    meaning: 'turns the embedded verifier off for every sync (as the start option `verification: {enabled: false}` does for one)',
   },
   acceptDisclaimer: {
     type: 'switch',
@@ -310,6 +317,16 @@ export const OPTIONS = {
     help:
       'least time between two records of the change-stream resume token (fewer events applied again after a crash, ' +
       'more small metadata writes)',
+  },
+  verifyMaxPendingRechecks: {
+    type: 'integer',
+    flag: false,
+    env: 'FERRY_VERIFY_MAX_PENDING_RECHECKS',
+    min: 100,
+    max: 10_000_000,
+    default: 20_000,
+    help:
+      'documents the verifier keeps in memory waiting to be checked again (about 300 bytes each); more wait in the ' + 'metadata database',
   },
   commitRetryIntervalMs: {
     type: 'integer',
@@ -450,7 +467,7 @@ export type LoadLevel = 1 | 2 | 3 | 4;
 
 /** The options `--loadLevel` sets unless given. */
 export const LOAD_LEVEL_OPTIONS = OPTION_NAMES.filter((name) => 'loadLevel' in OPTIONS[name]) as (
-  'copyWorkers' | 'batchesInFlight' | 'applyLanes' | 'batchBytes'
+  'copyWorkers' | 'batchesInFlight' | 'applyLanes' | 'batchBytes' | 'verifyWorkers'
 )[];
 
 export type LoadProfile = Pick<FerryOptions, (typeof LOAD_LEVEL_OPTIONS)[number]>;

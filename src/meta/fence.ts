@@ -20,6 +20,7 @@ import type {
   AnyBulkWriteOperation,
   BulkWriteOptions,
   BulkWriteResult,
+  CountDocumentsOptions,
   CreateIndexesOptions,
   Collection,
   DeleteOptions,
@@ -115,6 +116,10 @@ export class FencedCollection<T extends Document> {
     return this.raw.findOne(filter, options);
   }
 
+  countDocuments(filter: Filter<T>, options?: CountDocumentsOptions) {
+    return this.raw.countDocuments(filter, options);
+  }
+
   async #epoch(): Promise<number> {
     await this.fence.ensure();
     return this.fence.epoch;
@@ -159,6 +164,13 @@ export class FencedCollection<T extends Document> {
     }
     if (result.matchedCount === 0 && result.upsertedCount === 0) await this.#explain(filter, epoch);
     return result;
+  }
+
+  /** Updates every matching document this holder may write (documents a newer holder wrote are left alone). */
+  async updateMany(filter: Filter<T>, update: UpdateFilter<T>, options: UpdateOptions = {}): Promise<UpdateResult> {
+    const epoch = await this.#epoch();
+    const stamped = this.#stamps ? stampUpdate(update as UpdateFilter<Document>, epoch) : update;
+    return this.raw.updateMany(this.#fenced(filter, epoch), stamped as UpdateFilter<T>, options);
   }
 
   async replaceOne(filter: Filter<T>, replacement: WithoutId<T>, options: ReplaceOptions = {}): Promise<UpdateResult | Document> {

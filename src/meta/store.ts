@@ -9,7 +9,7 @@
  * wrong length), free of `$`-field rules, and plain strings that worker threads receive as is.
  */
 import { deserialize, serialize, type Document } from 'bson';
-import { decodeValue, findElement, TYPE_FAITHFUL } from '../bson/index.js';
+import { decodeValue, findElement, TYPE_FAITHFUL, type RawElement } from '../bson/index.js';
 import type { Db, MongoClient } from 'mongodb';
 import { MAJORITY, MAJORITY_READ } from '../cluster/concerns.js';
 import { FencedCollection, READ_ONLY, type Fence } from './fence.js';
@@ -22,6 +22,23 @@ export const TYPE_FAITHFUL_READ = TYPE_FAITHFUL;
 /** A BSON value (an `_id`, MinKey, MaxKey) as base64 of the BSON document `{v: value}`. */
 export function packValue(value: unknown): string {
   return Buffer.from(serialize({ v: value })).toString('base64');
+}
+
+/**
+ * `packValue` of the element at `element` in `buf`, straight from its bytes (no decode): the same
+ * string `packValue` gives for the decoded value, since both are `{v: value}` with the value's
+ * own bytes.
+ */
+export function packElement(buf: Uint8Array, element: RawElement): string {
+  const value = buf.subarray(element.valueOffset, element.valueEnd);
+  const doc = Buffer.alloc(value.length + 8);
+  doc.writeInt32LE(doc.length, 0);
+  doc[4] = element.type;
+  doc[5] = 0x76; // 'v'
+  doc[6] = 0;
+  doc.set(value, 7);
+  doc[doc.length - 1] = 0;
+  return doc.toString('base64');
 }
 
 /**

@@ -11,6 +11,7 @@ import { reversedRequest, type StartRequest } from '../domain/start-request.js';
 import type { ClusterEndpoint } from '../domain/clusters.js';
 import { redactUris } from '../domain/credentials.js';
 import type { SyncEvent, SyncControl } from '../domain/sync-control.js';
+import type { VerificationReport } from '../domain/verification.js';
 import { COMMANDS, isTransition, type Command, type State } from '../domain/states.js';
 import { describeFailure, InternalError, InvalidStateTransition, isFinal, NotReadyToCommit, NotReversible } from '../errors/errors.js';
 
@@ -85,6 +86,12 @@ export class StateMachine {
         ? {}
         : { catchUpSeconds: (lag: number | null) => this.#options.history!.catchUpSeconds(Date.now(), lag) }),
     });
+  }
+
+  /** The verifier's report (reads the metadata; null in IDLE, before any sync). Changes nothing. */
+  async verificationReport(skip: number, limit: number): Promise<VerificationReport | null> {
+    if (this.#state === 'IDLE' || this.#state === 'INITIALIZING') return null;
+    return this.#sync.verificationReport(skip, limit);
   }
 
   /** INITIALIZING → IDLE, or → the state of an earlier run with this id that the sync recovered. */

@@ -36,6 +36,9 @@
  *   COMMITTING: the sync is PAUSED with the reason, `resume` and `commit` are refused with
  *   SyncCannotContinue (the reason says what to do), and a source Ferry write-blocked for the
  *   commit is unblocked again (the application stays on the source).
+ * - Verification (when the request and `--disableVerification` allow it) starts with each run and
+ *   runs on through COMMITTING and after COMMITTED until its final pass is done; pause and stop
+ *   halt it with the rest. It never fails the sync (it retries by itself) and is told of a commit.
  */
 import type { Cluster } from '../cluster/connect.js';
 import { openCluster } from '../cluster/connect.js';
@@ -50,6 +53,7 @@ import { blocksDestination, blocksSource, reversedRequest, type StartRequest } f
 import type { RecoveredState, SyncControl, SyncEvent, SyncSnapshot } from '../domain/sync-control.js';
 import { describeFailure, FerryError, InvalidStateTransition, isFinal, MetadataMissing, SyncCannotContinue } from '../errors/errors.js';
 import { DestinationGuard } from '../guard/destination-guard.js';
+import type { VerificationReport } from '../domain/verification.js';
 import type { Logger } from '../log/logger.js';
 import { Lease } from '../meta/lease.js';
 import { ResumeStore, reversalsOf, type ResumeDocument } from '../meta/resume.js';
@@ -210,6 +214,8 @@ export class SyncOrchestrator implements SyncControl {
     }
     if (doc.state === 'RUNNING') this.#launch(sync, sync.run!);
     if (doc.state === 'COMMITTING') this.#finishCommit(sync, this.#newCommit(sync));
+    // Its final pass after commit continues too.
+    if (doc.state === 'COMMITTING' || doc.state === 'COMMITTED') this.#startVerification(sync);
     return { state: doc.state, request: doc.request };
   }
 
@@ -259,8 +265,19 @@ export class SyncOrchestrator implements SyncControl {
     sync.run = run;
     sync.application = this.#options.phases.changeApplication(context);
     sync.applicationStarted = false;
-    await Promise.all([...run.sequence, sync.application].map((phase) => phase.recover()));
+    const verifies = sync.request.verification.enabled && this.#options.settings.verification.enabled;
+    sync.verification = verifies ? this.#options.phases.verification?.(context) : undefined;
+    sync.verificationStarted = false;
+    await Promise.all([...run.sequence, sync.application, sync.verification].map((phase) => phase?.recover()));
     return run;
+  }
+
+  /** Starts the verifier of the current run, once; its failures are its own (it retries), never the sync's. */
+  #startVerification(sync: ActiveSync): void {
+    const verification = sync.verification;
+    if (verification === undefined || sync.verificationStarted === true) return;
+    sync.verificationStarted = true;
+    verification.start().catch((error: unknown) => this.#logger.error({ err: error }, 'Verification stopped unexpectedly'));
   }
 
   /** Starts a prepared run in the background: application alongside, the sequence in order. */
@@ -275,6 +292,7 @@ export class SyncOrchestrator implements SyncControl {
       // During a commit, a failure of application reaches the commit through applyThrough instead.
       sync.applicationStarted = true;
       sync.application?.start().catch((error: unknown) => void (sync.commit === undefined ? this.#fail(sync, error) : undefined));
+      this.#startVerification(sync);
       for (const phase of run.sequence) if ((await phase.start()) === 'stopped' || !run.active) return;
     })().catch((error: unknown) => this.#fail(sync, error));
   }
@@ -283,6 +301,7 @@ export class SyncOrchestrator implements SyncControl {
   #retire(sync: ActiveSync): void {
     this.#retired.push(...(sync.run?.sequence ?? []).map((phase) => phase.status()));
     if (sync.application !== undefined) this.#retired.push(sync.application.status());
+    if (sync.verification !== undefined) this.#retired.push(sync.verification.status());
   }
 
   /** A phase failed: launch the run again after a passing failure, else record it, stop the rest, and let the state machine pause. */
@@ -416,7 +435,7 @@ export class SyncOrchestrator implements SyncControl {
   async #halt(sync: ActiveSync, untilDone = true): Promise<void> {
     const run = sync.run;
     if (run !== undefined) run.active = false;
-    await Promise.all([...(run?.sequence ?? []).map((phase) => phase.stop()), sync.application?.stop()]);
+    await Promise.all([...(run?.sequence ?? []).map((phase) => phase.stop()), sync.application?.stop(), sync.verification?.stop()]);
     if (untilDone) await run?.done;
   }
 
@@ -475,6 +494,7 @@ export class SyncOrchestrator implements SyncControl {
     });
     // COMMITTING is recorded: from here the commit finishes in the background whatever happens
     // (a restart finishes it too), so nothing after this point may fail the request.
+    sync.verification?.onCommit();
     this.#finishCommit(sync, commit);
   }
 
@@ -574,7 +594,9 @@ export class SyncOrchestrator implements SyncControl {
 
   #statuses(): PhaseStatus[] {
     const sync = this.#sync;
-    const live = [...(sync?.run?.sequence ?? []), sync?.application, sync?.commit, sync?.reverse].map((phase) => phase?.status() ?? {});
+    const live = [...(sync?.run?.sequence ?? []), sync?.application, sync?.commit, sync?.verification, sync?.reverse].map(
+      (phase) => phase?.status() ?? {},
+    );
     return [...this.#retired.map(({ counters }) => ({ counters })), ...live];
   }
 
@@ -594,6 +616,28 @@ export class SyncOrchestrator implements SyncControl {
     if (this.#pings !== undefined) snapshot.pingLatencyMs = this.#pings.latest;
     snapshot.eventsApplied -= this.#eventsBeforeReverse;
     return snapshot;
+  }
+
+  async verificationReport(skip: number, limit: number): Promise<VerificationReport | null> {
+    const sync = this.#sync;
+    if (sync === undefined) return null;
+    if (sync.verification === undefined) {
+      return {
+        enabled: false,
+        outcome: 'pending',
+        progress: null,
+        partitions: { total: 0, scanned: 0 },
+        pendingRechecks: 0,
+        notVerified: 0,
+        mismatchCount: 0,
+        mismatches: [],
+        committedWithDifferences: false,
+        completedAt: null,
+      };
+    }
+    return sync.verification.report(skip, limit).catch((error: unknown) => {
+      throw asClusterError(sync.destination.endpoint, 'reading the verification report', error);
+    });
   }
 
   async close(): Promise<void> {

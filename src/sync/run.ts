@@ -18,6 +18,7 @@ import type {
   PhaseStatus,
   ReversePhase,
   SyncContext,
+  VerificationPhase,
 } from '../phase/contract.js';
 import type { SyncTarget } from './begin.js';
 
@@ -41,6 +42,10 @@ export interface ActiveSync extends SyncTarget {
   applicationStarted?: boolean;
   commit?: CommitPhase;
   committing?: Promise<void>;
+  /** The embedded verifier of this run (absent when the sync does not verify); it runs on through commit. */
+  verification?: VerificationPhase;
+  /** Whether `verification` has been started. */
+  verificationStarted?: boolean;
   /** Reverse, while the sync is REVERSING: it prepares this sync (the reversed one) before its first run. */
   reverse?: ReversePhase;
   reversing?: Promise<void>;
@@ -76,7 +81,7 @@ export function syncContext(
       await sync.resume.enterPhase(phase);
       sync.phase = phase;
       shared.logger.info({ phase }, `Initial copy: ${phase}`);
-      for (const each of [...(sync.run?.sequence ?? []), sync.application, sync.commit]) each?.onSyncPhase?.(phase);
+      for (const each of [...(sync.run?.sequence ?? []), sync.application, sync.commit, sync.verification]) each?.onSyncPhase?.(phase);
     },
     clusterOutageSince: () =>
       earliest(sync.health.of(sync.source.endpoint)?.unreachableSince, sync.health.of(sync.destination.endpoint)?.unreachableSince),

@@ -2,7 +2,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Timestamp } from 'bson';
 import { LagTracker } from '../../src/cea/lag.js';
-import { tokenTime } from '../../src/cea/resume-token.js';
+import { tokenTime } from '../../src/cluster/resume-token.js';
 import { describeTime, laterTime } from '../../src/domain/time.js';
 
 const at = (t: number, i = 1) => new Timestamp({ t, i });

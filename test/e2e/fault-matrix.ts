@@ -33,7 +33,7 @@ import type { NamespaceFilter } from '../../src/domain/start-request.js';
 import { createNamespaceSelector } from '../../src/plan/namespaces.js';
 import { spawnCluster, type ClusterProcess } from '../cluster/index.js';
 import { playOperations, sampleOperations, seed as seedCollections } from './cea-workload.js';
-import { startFerry, type FerryProcess, type Progress } from './ferry-process.js';
+import { emptyDestination, startFerry, type FerryProcess, type Progress } from './ferry-process.js';
 
 export type NodeName = 'source' | 'destination';
 export type Phase = 'start' | 'copy' | 'cea' | 'commit';
@@ -420,6 +420,7 @@ export class SyncDriver {
   }
 
   async start(): Promise<string[]> {
+    await emptyDestination(this.clusters.destination.uri);
     return this.post('start', { source: 'cluster0', destination: 'cluster1', ...scenarioFilter(this.db) });
   }
 
@@ -836,6 +837,7 @@ export async function runStartCases(
         driver = new SyncDriver(clusters, `faults-${name}-${attempt++}`, db);
         await driver.launch();
       }
+      await emptyDestination(clusters.destination.uri);
       const before = await arm(clusters, c, db, Math.floor(pick() * 1000));
       const answer = await driver.ferry.post('start', { source: 'cluster0', destination: 'cluster1', ...scenarioFilter(db) });
       const hit = await fired(clusters, c.target.node, before, 1500);
@@ -979,6 +981,7 @@ export async function runKillScenario(clusters: MatrixClusters, name: string, se
   const workload = (async () => {
     for (let round = 0; writing; round++) await playOperations(clusters.sourceClient, db, sampleOperations(seed * 100 + round, 20, 1));
   })();
+  await emptyDestination(clusters.destination.uri);
   await driver.launch();
   try {
     // Each kill a seeded while (up to 2 s) after the last (re)start of the process, with the

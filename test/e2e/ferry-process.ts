@@ -8,6 +8,8 @@ import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { MongoClient } from 'mongodb';
+import { isReservedDatabase } from '../../src/domain/namespaces.js';
 
 const MAIN = fileURLToPath(new URL('../../src/cli/main.js', import.meta.url));
 
@@ -162,5 +164,20 @@ export async function commitWhenReady(ferry: FerryProcess, tries = 6): Promise<{
     await ferry.waitForProgress((p) => p.canCommit === true, 120_000);
     const committed = await ferry.post('commit', {});
     if (committed.status !== 409 || committed.body.error !== 'NotReadyToCommit' || tried >= tries) return committed;
+  }
+}
+
+/**
+ * Drops every database on the cluster at `uri` but admin, local, config and Ferry's metadata, so
+ * that a sync can start there: mongosync's rule, which Ferry follows, is that a destination holds
+ * no namespace at all unless the start sets `preExistingDestinationData`.
+ */
+export async function emptyDestination(uri: string): Promise<void> {
+  const client = await MongoClient.connect(uri);
+  try {
+    const { databases } = await client.db('admin').command({ listDatabases: 1, nameOnly: true });
+    for (const { name } of databases as { name: string }[]) if (!isReservedDatabase(name)) await client.db(name).dropDatabase();
+  } finally {
+    await client.close();
   }
 }

@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import assert from 'node:assert/strict';
 import { MongoClient, type Document } from 'mongodb';
 import { spawnCluster } from '../cluster/index.js';
-import { startFerry, type FerryProcess } from './ferry-process.js';
+import { emptyDestination, startFerry, type FerryProcess } from './ferry-process.js';
 import { METADATA_DATABASE } from '../../src/domain/namespaces.js';
 
 const RUN = String(process.pid);
@@ -53,7 +53,9 @@ after(async () => {
   await Promise.all(stops.map((stop) => stop()));
 });
 
-function ferry(): Promise<FerryProcess> {
+/** A Ferry for a new sync, onto an emptied destination. */
+async function ferry(): Promise<FerryProcess> {
+  await emptyDestination(destinationUri);
   return startFerry(['--cluster0', sourceUri, '--cluster1', destinationUri], { FERRY_COMMIT_RETRY_INTERVAL_MS: '200' });
 }
 
@@ -327,6 +329,7 @@ describe('replica set → sharded cluster', () => {
     // Slow and fine-grained on purpose, so that the kill lands in the middle of the copy.
     const args = ['--cluster0', sourceUri, '--cluster1', destinationUri, '--copyWorkers', '1', '--batchesInFlight', '1'];
     const slow = [...args, '--batchBytes', '16384', '--partitionSizeMB', '1'];
+    await emptyDestination(destinationUri);
     const first = await startFerry(slow, { FERRY_CHECKPOINT_INTERVAL_MS: '20' }, logDir);
     const started = await first.post('start', {
       source: 'cluster0',

@@ -14,7 +14,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { MongoClient, type Document } from 'mongodb';
 import { spawnCluster } from '../cluster/index.js';
-import { startFerry } from './ferry-process.js';
+import { emptyDestination, startFerry } from './ferry-process.js';
 
 const RUN = String(process.pid);
 
@@ -123,6 +123,7 @@ async function shardKeys(client: MongoClient, db: string): Promise<Record<string
 
 /** Runs one sync of `db` from the source to `destinationUri` to commit. */
 async function syncToCommit(db: string, destinationUri: string, extra: Document = {}): Promise<void> {
+  await emptyDestination(destinationUri);
   const ferry = await startFerry(['--cluster0', sourceUri, '--cluster1', destinationUri], { FERRY_COMMIT_RETRY_INTERVAL_MS: '200' });
   try {
     const started = await ferry.post('start', {

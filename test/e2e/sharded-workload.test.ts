@@ -14,7 +14,7 @@ import assert from 'node:assert/strict';
 import { Int32, MongoClient, type Document } from 'mongodb';
 import { spawnCluster } from '../cluster/index.js';
 import { playOperations, sampleOperations, SYNCED, type Op } from './cea-workload.js';
-import { copyFinished, startFerry } from './ferry-process.js';
+import { copyFinished, emptyDestination, startFerry } from './ferry-process.js';
 import { METADATA_DATABASE } from '../../src/domain/namespaces.js';
 
 const RUN = String(process.pid);
@@ -66,6 +66,7 @@ async function syncWithWorkload(
   seed: number,
   sharding?: Document,
 ): Promise<void> {
+  await emptyDestination(destinationUri);
   const ferry = await startFerry(
     ['--cluster0', sourceUri, '--cluster1', destinationUri, '--copyWorkers', '1', '--batchBytes', '4096', '--partitionSizeMB', '1'],
     { FERRY_COMMIT_RETRY_INTERVAL_MS: '200' },

@@ -5,7 +5,8 @@
  * - batch assembly: documents copied out of a reply into a write batch (`Batcher`),
  * - event routing: the routing fields of raw change events (`readChangeEvent`), and the whole
  *   choice of a lane as change-event application makes it (fields, `_id` key, hash),
- * - hashing: the lane hash alone, and SHA-256 of documents as the comparison of clusters does.
+ * - hashing: the lane hash alone, and SHA-256 of documents as the comparison of clusters does;
+ * - verification: comparing a document with its copy byte for byte, against hashing it (SHA-1).
  *
  *   npm run bench:micro -- [--time 1000] [--out bench/results]
  *
@@ -157,6 +158,14 @@ export async function runMicroBenchmarks(options: MicroBenchmarkOptions = {}): P
   });
   add('hashing: SHA-256 of the same bytes in one call', 'document', ITEMS, ordersBytes.byteLength, () => {
     sink += createHash('sha256').update(ordersBytes).digest()[0]!;
+  });
+  // Verification (src/verify/compare-range.ts): two copies of each document, compared byte for byte, or each hashed.
+  const copies = orders.map((doc) => Uint8Array.from(doc));
+  add('verification: compare a document with its copy, byte for byte', 'document', ITEMS, size(orders), () => {
+    for (let i = 0; i < orders.length; i++) sink += Buffer.compare(orders[i]!, copies[i]!);
+  });
+  add('verification: SHA-1 of each document (node:crypto)', 'document', ITEMS, size(orders), () => {
+    for (const doc of orders) sink += createHash('sha1').update(doc).digest()[0]!;
   });
 
   await bench.run();

@@ -8,8 +8,9 @@
  *    progress is shown live.
  * 4. Once `canCommit`, the workload runs a few seconds more, stops, and the sync is committed;
  *    the demo waits for COMMITTED.
- * 5. The destination is verified equal to the source (documents by content hash per namespace,
- *    collection options, indexes as restored), and a summary is printed.
+ * 5. Ferry's embedded verifier finishes its final pass and must report the destination clean; the
+ *    destination is also verified equal to the source independently (documents by content hash per
+ *    namespace, collection options, indexes as restored), and a summary is printed.
  *
  * Exits 0 when every step succeeded; otherwise 1 with the reason. Everything it started is
  * stopped however it ends (Ctrl-C included).
@@ -72,6 +73,8 @@ export interface DemoSummary {
   /** Time to apply one batch of events, from Ferry's histogram. */
   applyLatencySeconds: { p50: number; p99: number; batches: number };
   verified: { namespaces: number; documents: number };
+  /** Ferry's embedded verifier after its final pass: its outcome and the documents it compared on each cluster. */
+  embeddedVerification: { outcome: string; differences: number; documents: { source: number; destination: number }; seconds: number };
   /** Processes the demo started (all stopped when it returns). */
   pids: { source: number; destination: number; ferry: number };
 }
@@ -186,6 +189,31 @@ async function syncUntilCommitted(ferry: FerryProcess, workload: Workload, optio
   return { copiedBytes, copySeconds: copySeconds ?? syncSeconds, syncSeconds, eventsApplied, workload: workloadStats };
 }
 
+/** Waits for Ferry's embedded verifier to finish its final pass after commit; fails on any difference it reports. */
+async function awaitEmbeddedVerification(
+  ferry: FerryProcess,
+  timeoutMs: number,
+  print: (line: string) => void,
+): Promise<DemoSummary['embeddedVerification']> {
+  const started = performance.now();
+  const report = await ferry.waitForVerification((r) => r.outcome !== 'pending', timeoutMs);
+  const seconds = (performance.now() - started) / 1000;
+  const documents = {
+    source: report.progress?.source.hashedDocumentCount ?? 0,
+    destination: report.progress?.destination.hashedDocumentCount ?? 0,
+  };
+  print(
+    `Ferry's embedded verifier finished its final pass ${seconds.toFixed(1)} s after COMMITTED: ${report.outcome} ` +
+      `(${documents.source.toLocaleString('en-US')} source documents compared, ${report.mismatchCount} difference(s))`,
+  );
+  if (report.outcome !== 'clean') {
+    throw new DemoFailedError(
+      `Ferry's verifier reports ${report.mismatchCount} difference(s): ${JSON.stringify(report.mismatches.slice(0, 5))}`,
+    );
+  }
+  return { outcome: report.outcome, differences: report.mismatchCount, documents, seconds };
+}
+
 /** Compares the clusters namespace by namespace, printing each; fails on any difference. */
 async function verifyDestination(
   sourceUri: string,
@@ -255,6 +283,7 @@ export async function runDemo(options: DemoOptions, context: DemoContext): Promi
 
   const sync = await syncUntilCommitted(ferry, workload, options, startedAt);
   const { lag, applyLatency } = await readApplyHistograms(ferry.base);
+  const embeddedVerification = await awaitEmbeddedVerification(ferry, (options.timeoutSeconds ?? 600) * 1000, print);
   const verified = await verifyDestination(source.uri, destination.uri, print);
 
   const summary: DemoSummary = {
@@ -277,6 +306,7 @@ export async function runDemo(options: DemoOptions, context: DemoContext): Promi
     lagSeconds: { p50: lag.p50, p99: lag.p99, max: lag.max, samples: lag.count },
     applyLatencySeconds: { p50: applyLatency.p50, p99: applyLatency.p99, batches: applyLatency.count },
     verified,
+    embeddedVerification,
     pids: { source: source.pid, destination: destination.pid, ferry: ferry.child.pid! },
   };
   await rm(logDir, { recursive: true, force: true });
@@ -305,6 +335,11 @@ function printSummary(summary: DemoSummary, print: (line: string) => void): void
   print(
     `  verified      destination equals source: ${summary.verified.namespaces} ` +
       `namespaces, ${n(summary.verified.documents)} documents, options and indexes restored`,
+  );
+  const embedded = summary.embeddedVerification;
+  print(
+    `  Ferry verified ${embedded.outcome}: ${n(embedded.documents.source)} source and ${n(embedded.documents.destination)} destination ` +
+      `documents compared, ${embedded.differences} difference(s); final pass ${embedded.seconds.toFixed(1)} s after COMMITTED`,
   );
 }
 

@@ -100,6 +100,19 @@ export const emptyBodySchema = {
   properties: {},
 } as const;
 
+/**
+ * `GET /api/v1/verification?skip=<n>&limit=<n>`: whole numbers (query strings are text and the
+ * API never coerces types), `limit` 1–10,000.
+ */
+export const verificationQuerySchema = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    skip: { type: 'string', pattern: '^[0-9]{1,9}$' },
+    limit: { type: 'string', pattern: '^(10000|[1-9][0-9]{0,3})$' },
+  },
+} as const;
+
 /** The parts of an Ajv error used to describe it. */
 export interface SchemaError {
   instancePath: string;

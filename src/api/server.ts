@@ -2,13 +2,23 @@
  * The HTTP server of the control API (fastify). It accepts JSON whatever the Content-Type says,
  * because mongosync's documented calls (`curl -XPOST --data '{}'`) send form-encoded headers.
  */
+import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyRequest } from 'fastify';
 import type { Logger } from '../log/logger.js';
 import type { StateMachine } from '../state/machine.js';
 import { registerRoutes } from './routes.js';
 import { registerStatusPage, type StatusSource } from './status-page.js';
 import { formatSchemaError, type SchemaError } from './schemas.js';
-import { asFerryError, InvalidRequest, NotFound, RequestTooLarge, type FerryError } from '../errors/errors.js';
+import {
+  asFerryError,
+  InvalidRequest,
+  NotFound,
+  RequestHeadersTooLarge,
+  RequestTimeout,
+  RequestTooLarge,
+  type FerryError,
+} from '../errors/errors.js';
 
 export interface ServerOptions {
   machine: StateMachine;
@@ -42,6 +52,35 @@ function toFerryError(error: FastifyError | Error): FerryError {
   return asFerryError(error);
 }
 
+function isJson(text: string): boolean {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Requests Node's HTTP parser refuses before any route sees them (headers too large, malformed
+ * HTTP, a request that does not arrive in time) are answered in the API's own shape too.
+ */
+function answerClientError(error: Error & { code?: string }, socket: Socket): void {
+  // A reset connection has nobody to answer.
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  const refusal =
+    error.code === 'HPE_HEADER_OVERFLOW'
+      ? new RequestHeadersTooLarge("the request's headers are larger than the API accepts")
+      : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? new RequestTimeout('the request did not arrive whole in time')
+        : new InvalidRequest(`the request is not valid HTTP/1.1 (${error.code ?? error.message})`);
+  const body = JSON.stringify(refusal.toResponse());
+  socket.end(
+    `HTTP/1.1 ${refusal.status} ${STATUS_CODES[refusal.status] ?? ''}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
+}
+
 export function buildServer(options: ServerOptions): FastifyInstance {
   const { logger, machine } = options;
   const app = Fastify({
@@ -49,6 +88,7 @@ export function buildServer(options: ServerOptions): FastifyInstance {
     // Progress is polled: log state-changing requests ourselves (onResponse) instead of every request.
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: options.bodyLimit ?? DEFAULT_BODY_LIMIT,
+    clientErrorHandler: answerClientError,
     // While stopping, keep answering in our own format (the state machine refuses changes).
     return503OnClosing: false,
     // Reject, never repair: no type coercion, no stripping of unknown fields, no defaults.
@@ -57,7 +97,14 @@ export function buildServer(options: ServerOptions): FastifyInstance {
 
   const parseJson = app.getDefaultJsonParser('error', 'error');
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('*', { parseAs: 'string' }, parseJson);
+  app.addContentTypeParser('*', { parseAs: 'string' }, (request, body, done) =>
+    parseJson(request, body as string, (error, value) => {
+      // Valid JSON with a `__proto__` (or `constructor.prototype`) key is refused too, but not as invalid JSON.
+      if (error !== null && isJson(String(body))) {
+        done(new InvalidRequest('the request body has a field named __proto__ or constructor.prototype, which no endpoint takes'));
+      } else done(error, value);
+    }),
+  );
 
   // POST without any body: fastify would skip the schema, so refuse it here.
   app.addHook('preValidation', async (request) => {

@@ -2,7 +2,7 @@
  * Change-event application: the source's change stream, from T0 (or the recorded resume
  * token), applied to the destination until commit. It runs alongside the initial copy.
  *
- * The main thread reads the stream as raw BSON (change-stream-reader.ts) and looks at each
+ * The main thread reads the stream as raw BSON (src/cluster/change-stream.ts) and looks at each
  * event's routing fields only (`readChangeEvent`):
  * - an event outside the namespace filter, or on Ferry's metadata, is dropped (a rename counts
  *   as inside when either of its names is);
@@ -22,7 +22,7 @@
  * deletes applied during it are checked again (tombstones.ts), and that moment's source time is
  * recorded: renames older than it may have raced the copy and re-read their collection.
  *
- * The resume token recorded (checkpoint.ts) is always one up to which everything is durably
+ * The resume token recorded (src/meta/change-stream.ts) is always one up to which everything is durably
  * applied: the lanes' watermark, at reader-batch granularity (each batch's
  * `postBatchResumeToken`), at most once per interval, at each barrier, and when stopping. A
  * restart resumes after it; events applied again are harmless (write-plan.ts). Only CRUD events
@@ -34,8 +34,8 @@ import { BsonType, decodeDocument, findElement, readChangeEvent, type ChangeEven
 import { NamespaceRecords } from '../meta/namespaces.js';
 import { PartitionTable } from '../meta/partitions.js';
 import { ApplyPool } from './apply-pool.js';
-import { ChangeStreamReader } from './change-stream-reader.js';
-import { ChangeStreamCheckpoints, type StreamPosition } from './checkpoint.js';
+import { ChangeStreamReader } from '../cluster/change-stream.js';
+import { ChangeStreamCheckpoints, type StreamPosition } from '../meta/change-stream.js';
 import { documentKeyOf, hotDocumentKeys, idKey, laneOf } from './document-key.js';
 import { DdlApplier, isDdlOperation } from './ddl.js';
 import { isCrudOperation } from './crud-event.js';
@@ -82,7 +82,7 @@ export class ChangeEventApplier implements ChangeApplication {
   readonly #ddl: DdlApplier;
   readonly #records: NamespaceRecords;
   readonly #partitions: PartitionTable;
-  readonly #lag = new LagTracker();
+  readonly #lag: LagTracker;
   #phase: SyncPhase;
   /** Woken on a phase change or a stop. */
   #waiters: (() => void)[] = [];
@@ -97,7 +97,7 @@ export class ChangeEventApplier implements ChangeApplication {
   #saved: StreamPosition | undefined;
   #saving: Promise<void> = Promise.resolve();
   #eventsApplied = 0;
-  #problem: string | undefined;
+  #historyLost = false;
   /** Why application stopped, if it failed. */
   #failure: Error | undefined;
   #target: { time: Timestamp; reached: boolean } | undefined;
@@ -119,6 +119,8 @@ export class ChangeEventApplier implements ChangeApplication {
       () => this.#lag.appliedTime ?? context.resume.startAtOperationTime,
       context.logger,
     );
+    // A getMore answers within maxAwaitMs; longer silence (and some slack) means the source is not being heard.
+    this.#lag = new LagTracker({ staleAfterSeconds: this.#settings.maxAwaitMs / 1000 + 2 });
     this.#selector = selectorFor(context.request);
     this.#phase = context.syncPhase();
     this.#checkpoints = new ChangeStreamCheckpoints(context.store);
@@ -180,7 +182,8 @@ export class ChangeEventApplier implements ChangeApplication {
   }
 
   status(): PhaseStatus {
-    const lag = this.#lag.lag();
+    const outage = this.#context.clusterOutageSince();
+    const lag = this.#lag.lag(Date.now() / 1000, outage === undefined ? undefined : outage.getTime() / 1000);
     const status: PhaseStatus = {
       counters: { appliedEvents: this.#eventsApplied },
       readyToCommit:
@@ -199,10 +202,9 @@ export class ChangeEventApplier implements ChangeApplication {
     const seconds = this.#oplog.secondsRemaining;
     if (running) status.figures.oplogTimeRemaining = seconds === undefined ? {} : { seconds };
     const oplogShort = running ? this.#oplog.warning : undefined;
-    if (this.#problem !== undefined) {
-      status.info = 'change event application stopped: the source change stream history was lost';
-      status.warnings = [this.#problem];
-    } else if (this.#phase === 'copied') status.info = 'change event application';
+    // What to do is the sync's warning (the failure it stopped on); here only what is happening.
+    if (this.#historyLost) status.info = 'change event application stopped: the source change stream history was lost';
+    else if (this.#phase === 'copied') status.info = 'change event application';
     const stalled = this.#stalledLanes();
     const more = [...(oplogShort === undefined ? [] : [oplogShort]), ...stalled];
     if (more.length > 0) status.warnings = [...(status.warnings ?? []), ...more];
@@ -226,7 +228,7 @@ export class ChangeEventApplier implements ChangeApplication {
   #failed(error: Error): void {
     if (error instanceof Stopped) return;
     this.#failure = error;
-    if (error instanceof ChangeStreamHistoryLost) this.#problem = error.message;
+    if (error instanceof ChangeStreamHistoryLost) this.#historyLost = true;
     this.#context.logger.error({ err: error }, `Change-event application stopped: ${error.message}`);
   }
 
@@ -257,7 +259,8 @@ export class ChangeEventApplier implements ChangeApplication {
     this.#lag.applied(recorded?.appliedThrough ?? context.resume.startAtOperationTime);
     const lanes = this.#newLanes();
     const reader = new ChangeStreamReader({
-      source: context.source.client,
+      client: context.source.client,
+      updateLookup: true,
       start:
         this.#applied !== undefined
           ? { startAfter: this.#applied.resumeToken }
@@ -460,7 +463,9 @@ export class ChangeEventApplier implements ChangeApplication {
         { operationType: fields.operationType, ns: fields.ns, to: fields.to, duringCopy },
         `Applying ${fields.operationType}`,
       );
-      await this.#ddl.apply(event, duringCopy);
+      // Ferry's own change to the destination's catalog: the destination's check must not take it for someone else's.
+      const named = [fields.ns, fields.to].filter((name) => name !== undefined);
+      await this.#context.changingCatalog(named, () => this.#ddl.apply(event, duringCopy));
       await this.#readShardKeys();
       this.#eventsApplied++;
       await this.#record({ resumeToken: event._id as Document, ...(fields.clusterTime === undefined ? {} : { time: fields.clusterTime }) });
@@ -495,6 +500,8 @@ export class ChangeEventApplier implements ChangeApplication {
   }
 
   async #applyBatch(pool: ApplyPool, batch: LaneBatch): Promise<void> {
+    // No write to the destination from an instance whose lease may have passed to another (src/meta/lease.ts).
+    await this.#context.store.fence.ensure();
     const started = performance.now();
     const outcome = await pool.run({
       events: batch.events,

@@ -14,12 +14,14 @@ import type { PhaseFactories } from '../phase/contract.js';
 import { Planning } from '../plan/planning.js';
 import { Reverse } from '../reverse/reverse.js';
 import { SyncOrchestrator } from '../sync/orchestrator.js';
+import { Verifier } from '../verify/verifier.js';
 
 /** The phases of a sync, in the order the sync runs them. */
 export const PHASES: PhaseFactories = {
   sequence: [(context) => new Planning(context), (context) => new InitialCopy(context)],
   changeApplication: (context) => new ChangeEventApplier(context),
   commit: (context) => new Commit(context),
+  verification: (context) => new Verifier(context),
   reverse: (context) => new Reverse(context),
 };
 

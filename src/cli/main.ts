@@ -7,6 +7,8 @@
  * A second signal exits at once (code 1). SIGUSR1: rotate the log file (renamed aside, a new one
  * opened). SIGHUP: read the config file again and apply the live options (src/config/reload.ts).
  */
+// First: overwrites a password given as a flag before the rest of Ferry loads (command-line.ts).
+import { SCRUBBED_AT_STARTUP } from './command-line.js';
 import { CommanderError } from 'commander';
 import { buildServer } from '../api/server.js';
 import { type FerryOptions } from '../config/options.js';
@@ -21,9 +23,9 @@ import { startPeriodicWork } from './periodic.js';
 import { ProgressHistory } from '../state/history.js';
 import { metricFamilies } from '../state/metrics.js';
 import { buildStatus, namespaceProgress } from '../state/status.js';
-import { LOOPBACK_ADDRESSES } from '../domain/constants.js';
+import { isLoopbackAddress } from '../domain/constants.js';
 import { redactUris } from '../domain/credentials.js';
-import { InvalidConfiguration } from '../errors/errors.js';
+import { asFerryError, InvalidConfiguration } from '../errors/errors.js';
 import { renderPrometheus } from '../metrics/prometheus.js';
 
 /** Exit code for a bad command line, config file or connection string. */
@@ -70,6 +72,13 @@ async function main(): Promise<void> {
   const log = openLog(options);
   const { logger } = log;
   logger.info({ options: describeOptions(options) }, 'Ferry starting');
+  if (SCRUBBED_AT_STARTUP) {
+    logger.warn(
+      'A connection string with a password was given on the command line, where every local user can read it ' +
+        '(ps, /proc/<pid>/cmdline); Ferry has overwritten its command line, but not before it was visible. ' +
+        'Put connection strings in --config (a file only you can read) or in FERRY_CLUSTER0 / FERRY_CLUSTER1 instead',
+    );
+  }
   const unknown = unknownEnvironmentVariables(process.env);
   if (unknown.length > 0) {
     logger.warn(
@@ -77,7 +86,7 @@ async function main(): Promise<void> {
       `No option reads ${unknown.join(', ')}: a misspelt FERRY_ variable? (see the README's tuning table)`,
     );
   }
-  if (!LOOPBACK_ADDRESSES.includes(options.bindAddress)) {
+  if (!isLoopbackAddress(options.bindAddress)) {
     logger.warn(
       { bindAddress: options.bindAddress },
       'The control API has no authentication and listens beyond this machine: anyone who can reach it can start, commit or reverse a sync',
@@ -138,9 +147,24 @@ async function main(): Promise<void> {
     logger.info({ signal }, `Received ${signal}: stopping`);
     try {
       // Refuse new requests at once; progress is still served while the sync records its state.
-      const machineClosed = machine.close();
-      await server.close();
-      await machineClosed;
+      const stopped = (async () => {
+        const machineClosed = machine.close();
+        await server.close();
+        await machineClosed;
+        return true;
+      })();
+      // Bounded: a cluster that does not answer must not hold the stop (the sync is crash-safe, so
+      // what was in flight is redone from the metadata after a restart).
+      const deadline = new Promise<false>((resolve) => setTimeout(() => resolve(false), options.stopTimeoutMs).unref());
+      if (!(await Promise.race([stopped, deadline]))) {
+        logger.warn(
+          { stopTimeoutMs: options.stopTimeoutMs },
+          `The sync did not reach a safe point within ${options.stopTimeoutMs} ms (a cluster not answering?): exiting without ` +
+            'waiting longer; a restart redoes the work that was in flight from the metadata (FERRY_STOP_TIMEOUT_MS)',
+        );
+        log.flush();
+        process.exit(EXIT_FAILURE);
+      }
       logger.info('Stopped');
       log.flush();
       process.exit(0);
@@ -193,9 +217,11 @@ async function main(): Promise<void> {
   try {
     await machine.initialize();
   } catch (error) {
-    logger.fatal({ err: error }, 'Could not recover the state of an earlier run');
+    // Named by its code: a wrong password is AuthenticationFailed, a sync run elsewhere SyncLeaseHeld.
+    const failure = asFerryError(error);
+    logger.fatal({ err: error, error: failure.code }, `Startup failed: ${failure.message}`);
     log.flush();
-    exitWithError(`could not recover the state of an earlier run: ${(error as Error).message}`, EXIT_FAILURE);
+    exitWithError(`${failure.code}: ${failure.message}`, failure.exitCode ?? EXIT_FAILURE);
   }
 }
 

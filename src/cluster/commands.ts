@@ -116,6 +116,10 @@ export interface HelloReply {
   msg?: string;
   /** The replica set's name, from a member. */
   setName?: string;
+  /** The replica set's members as its configuration names them (the same through any member or any name of it). */
+  hosts?: string[];
+  /** The answering server process (`topologyVersion.processId`, hex): the same only for the same process. */
+  processId?: string;
   maxMessageSizeBytes?: number;
   maxWriteBatchSize?: number;
 }
@@ -127,6 +131,9 @@ export async function hello(client: MongoClient): Promise<HelloReply> {
   const typed: HelloReply = {};
   if (typeof reply.msg === 'string') typed.msg = reply.msg;
   if (typeof reply.setName === 'string') typed.setName = reply.setName;
+  if (Array.isArray(reply.hosts)) typed.hosts = reply.hosts.map(String);
+  const processId = (reply.topologyVersion as { processId?: { toHexString?: () => string } } | undefined)?.processId;
+  if (typeof processId?.toHexString === 'function') typed.processId = processId.toHexString();
   if (typeof reply.maxMessageSizeBytes === 'number') typed.maxMessageSizeBytes = reply.maxMessageSizeBytes;
   if (typeof reply.maxWriteBatchSize === 'number') typed.maxWriteBatchSize = reply.maxWriteBatchSize;
   return typed;
@@ -137,6 +144,33 @@ export function topologyOf(reply: HelloReply): Topology {
   if (reply.msg === 'isdbgrid') return 'sharded';
   if (typeof reply.setName === 'string') return 'replicaSet';
   return 'standalone';
+}
+
+/**
+ * Whether two `hello` replies come from the same cluster, by what the cluster says of itself (never
+ * by the connection strings, which can name one cluster in many ways): the same server process,
+ * or the same replica set (same name, and members in common: two sets may share a name, not a
+ * member). Two mongos routers of one sharded cluster answer neither: `clusterId` tells them apart.
+ */
+export function sameCluster(a: HelloReply, b: HelloReply): boolean {
+  if (a.processId !== undefined && a.processId === b.processId) return true;
+  if (a.setName === undefined || a.setName !== b.setName) return false;
+  const members = new Set(a.hosts ?? []);
+  return (b.hosts ?? []).some((host) => members.has(host));
+}
+
+/**
+ * A sharded cluster's id (`config.version`'s `clusterId`, set when the cluster was created), or
+ * undefined when it cannot be read (not a sharded cluster, or not allowed).
+ */
+export async function shardedClusterId(client: MongoClient): Promise<string | undefined> {
+  try {
+    const version = await client.db('config').collection('version').findOne({});
+    const id = version?.clusterId as { toHexString?: () => string } | undefined;
+    return typeof id?.toHexString === 'function' ? id.toHexString() : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** Names of the cluster's databases. */
@@ -160,12 +194,69 @@ export async function listCollectionEntries(db: Db, name?: string): Promise<Coll
   const entries = await retryTransient(() =>
     db.listCollections(name === undefined ? {} : { name }, { nameOnly: false, ...TYPE_FAITHFUL }).toArray(),
   );
-  return entries.map((entry) => {
-    const raw = entry as { name: string; type?: string; options?: Document; info?: { uuid?: Binary } };
-    const typed: CollectionEntry = { name: raw.name, type: raw.type ?? 'collection', options: raw.options ?? {} };
-    if (raw.info?.uuid !== undefined) typed.uuid = raw.info.uuid;
-    return typed;
-  });
+  return entries.map(toCollectionEntry);
+}
+
+function toCollectionEntry(entry: Document): CollectionEntry {
+  const raw = entry as { name: string; type?: string; options?: Document; info?: { uuid?: Binary } };
+  const typed: CollectionEntry = { name: raw.name, type: raw.type ?? 'collection', options: raw.options ?? {} };
+  if (raw.info?.uuid !== undefined) typed.uuid = raw.info.uuid;
+  return typed;
+}
+
+/** A catalog read and the cluster's time of it: the newest `operationTime` of its replies (absent from a standalone server). */
+export interface TimedRead<T> {
+  value: T;
+  time?: Timestamp;
+}
+
+/**
+ * Runs a cursor command of the catalog (`listCollections`, `listIndexes`) to its end, in one
+ * session (a cursor is continued in the session that opened it), type-faithfully, keeping the
+ * newest `operationTime` of its replies. Reads only: nothing is written to get the time.
+ */
+async function readCatalogCursor(client: MongoClient, db: string, command: Document): Promise<TimedRead<Document[]>> {
+  const session = client.startSession({ causalConsistency: false });
+  const read: TimedRead<Document[]> = { value: [] };
+  const take = (reply: Document, batch: 'firstBatch' | 'nextBatch') => {
+    const time = reply.operationTime as Timestamp | undefined;
+    if (time?._bsontype === 'Timestamp' && (read.time === undefined || time.greaterThan(read.time))) read.time = time;
+    const cursor = reply.cursor as { id?: unknown; ns?: string } & Record<typeof batch, Document[] | undefined>;
+    read.value.push(...(cursor[batch] ?? []));
+    return cursor;
+  };
+  try {
+    let cursor = take(await client.db(db).command(command, { session, ...TYPE_FAITHFUL }), 'firstBatch');
+    while (cursor.id !== undefined && !isZeroCursorId(cursor.id)) {
+      const collection = String(cursor.ns ?? '').slice(db.length + 1);
+      cursor = take(await client.db(db).command({ getMore: cursor.id, collection }, { session, ...TYPE_FAITHFUL }), 'nextBatch');
+    }
+    return read;
+  } finally {
+    await session.endSession().catch(() => undefined);
+  }
+}
+
+function isZeroCursorId(id: unknown): boolean {
+  const long = id as { isZero?: () => boolean };
+  return typeof long.isZero === 'function' ? long.isZero() : Number(id) === 0;
+}
+
+/** The `listCollections` entry of one namespace (undefined when there is none), with the time of the read. */
+export async function collectionEntryAt(client: MongoClient, ns: Namespace): Promise<TimedRead<CollectionEntry | undefined>> {
+  const read = await readCatalogCursor(client, ns.db, { listCollections: 1, filter: { name: ns.coll }, nameOnly: false, cursor: {} });
+  const [entry] = read.value;
+  return { value: entry === undefined ? undefined : toCollectionEntry(entry), ...(read.time === undefined ? {} : { time: read.time }) };
+}
+
+/** `listIndexes` of a collection (undefined when it does not exist any more), with the time of the read. */
+export async function indexSpecsAt(client: MongoClient, ns: Namespace): Promise<TimedRead<Document[] | undefined>> {
+  try {
+    return await readCatalogCursor(client, ns.db, { listIndexes: ns.coll, cursor: {} });
+  } catch (error) {
+    if (isNamespaceNotFound(error)) return { value: undefined };
+    throw error;
+  }
 }
 
 /** The `listCollections` entry of one namespace, or undefined when there is none. */

@@ -13,11 +13,12 @@ import {
   MongoTopologyClosedError,
 } from 'mongodb';
 import { nameCluster, type ClusterEndpoint } from '../domain/clusters.js';
-import { ClusterCommandFailed, ClusterUnreachable, FerryError, InternalError } from '../errors/errors.js';
+import { AuthenticationFailed, ClusterCommandFailed, ClusterUnreachable, FerryError, InternalError } from '../errors/errors.js';
 
 /** The server error codes Ferry decides on. */
 export const SERVER_CODES = Object.freeze({
   HostUnreachable: 6,
+  AuthenticationFailed: 18,
   HostNotFound: 7,
   NamespaceNotFound: 26,
   IndexNotFound: 27,
@@ -141,13 +142,17 @@ export function isUnreachable(error: unknown): boolean {
 
 /**
  * A failure of `operation` on `endpoint` as the API reports it: a FerryError as it is (e.g. a
- * reply without the time Ferry asked for); a server's refusal as ClusterCommandFailed (its code
+ * reply without the time Ferry asked for); credentials the server refused as AuthenticationFailed
+ * (whatever the operation: it is the first a wrong password meets); a server's refusal as ClusterCommandFailed (its code
  * kept as `serverCode`); a cluster that could not be reached as ClusterUnreachable; anything else
  * is a bug, InternalError.
  */
 export function asClusterError(endpoint: ClusterEndpoint, operation: string, error: unknown): FerryError {
   if (error instanceof FerryError) return error;
   const cluster = nameCluster(endpoint);
+  if (error instanceof MongoServerError && hasCode(error, SERVER_CODES.AuthenticationFailed)) {
+    return new AuthenticationFailed({ cluster, reason: error.message }, { cause: error });
+  }
   if (error instanceof MongoServerError) {
     const reason = `${error.codeName ?? error.code}: ${error.message}`;
     return new ClusterCommandFailed({ cluster, operation, reason }, { cause: error });

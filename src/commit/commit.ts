@@ -4,7 +4,7 @@
  * `begin` (while the request waits, so a refusal changes nothing the operator can see): with
  * `sourceAndDestination` write blocking the source is blocked first, so no user write can follow
  * the commit point; then the commit point is taken on the source (an `appendOplogNote`, whose
- * `operationTime` is after every write before it) and recorded (commit-record.ts). A failure
+ * `operationTime` is after every write before it) and recorded (src/meta/commit.ts). A failure
  * unblocks the source again: the sync stays RUNNING.
  *
  * `start` (in the background, state COMMITTING), each stage recorded before the next so that a
@@ -15,16 +15,21 @@
  *    (hot-documents.ts), and every temporary characteristic is restored (restore.ts, `restoredAt`),
  *    unless a collection's read whole from the source was cut short by DDL after the commit point
  *    (its namespace record is `incomplete`, src/cea/resync.ts): then the commit cannot complete and says so;
- * 3. for a reversible sync, the way back is recorded on both clusters (src/meta/way-back.ts: the
- *    destination's time just before its user writes are allowed, and each side's write blocking);
- * 4. the destination's write blocking is lifted, the record says completed, and the sync's resume
- *    document says COMMITTED.
+ * 3. the destination is checked once more (src/guard/: nothing but Ferry changed what it owns
+ *    there); for a reversible sync, the way back is recorded on both clusters
+ *    (src/meta/way-back.ts: the destination's time just before its user writes are allowed, and
+ *    each side's write blocking);
+ * 4. the destination's write blocking is lifted (unless another instance's sync to it has not
+ *    committed yet: blocking is the destination's, not one sync's), the record says completed,
+ *    and the sync's resume document says COMMITTED.
  * A restore the destination refuses (duplicates that forbid a unique index) is reported by
  * namespace and index name in progress warnings and the log, and any other failure (a cluster
  * unreachable meanwhile) as a problem; either way the commit tries again every
  * `settings.commit.retryIntervalMs` (`FERRY_COMMIT_RETRY_INTERVAL_MS`), from its record, until it
- * completes: it never completes with a characteristic silently missing. `stop()` ends the wait
- * (shutdown); a restart finishes the commit.
+ * completes: it never completes with a characteristic silently missing. An error the sync cannot
+ * continue from (the catalogue's `final`: history lost, the destination changed behind Ferry's
+ * back) is not retried: the commit ends with it and the sync stops (src/sync/orchestrator.ts).
+ * `stop()` ends the wait (shutdown); a restart finishes the commit.
  */
 import { appendOplogNote, setUserWriteBlocking } from '../cluster/commands.js';
 import { asClusterError } from '../cluster/errors.js';
@@ -36,11 +41,12 @@ import { CollectionReadInterrupted, MetadataMissing } from '../errors/errors.js'
 import { namespaceOf } from '../domain/namespaces.js';
 import { NamespaceRecords } from '../meta/namespaces.js';
 import { ResumeStore, reversalsOf } from '../meta/resume.js';
+import { crossClusterFence } from '../meta/fence.js';
 import { MetadataStore } from '../meta/store.js';
 import { WayBackRecord, type WayBackDocument } from '../meta/way-back.js';
 import type { CommitContext, CommitPhase, PhaseOutcome, PhaseStatus } from '../phase/contract.js';
+import { CommitRecord } from '../meta/commit.js';
 import { RetryUntilDone } from '../phase/retry-until-done.js';
-import { CommitRecord } from './commit-record.js';
 import { copyHotDocuments } from './hot-documents.js';
 import { describeFailure, planRestore, runRestore, type RestoreFailure } from './restore.js';
 
@@ -149,10 +155,21 @@ export class Commit implements CommitPhase {
       logger.info('Commit: every temporary characteristic restored on the destination');
       await this.#record.mark('restoredAt');
     }
+    // Never COMMITTED over a destination changed behind Ferry's back.
+    await this.#context.checkDestination();
     if (blocksDestination(request.enableUserWriteBlocking)) {
-      if (request.reversible) await this.#recordWayBack();
-      await setUserWriteBlocking(destination.client, false);
-      logger.info('Commit: user writes on the destination are allowed again');
+      const others = await new ResumeStore(store).othersBlocking();
+      if (others.length === 0) {
+        if (request.reversible) await this.#recordWayBack();
+        await setUserWriteBlocking(destination.client, false);
+        logger.info('Commit: user writes on the destination are allowed again');
+      } else {
+        logger.warn(
+          { instances: others },
+          `Commit: user writes on the destination stay blocked: the sync of ${others.map((id) => `"${id}"`).join(', ')} ` +
+            'to it has not committed yet (its commit lifts the blocking)',
+        );
+      }
     }
     await this.#record.mark('completedAt');
     await new ResumeStore(store).setState('COMMITTED');
@@ -167,7 +184,9 @@ export class Commit implements CommitPhase {
   async #recordWayBack(): Promise<void> {
     const { source, destination, request, store, resume, logger } = this.#context;
     const reversals = reversalsOf(resume);
-    const records = [new WayBackRecord(store), new WayBackRecord(new MetadataStore(source.client, store.instance))];
+    // The copy on the source is covered by no lease there (fence.ts crossClusterFence).
+    const onSource = new MetadataStore(source.client, store.instance, crossClusterFence(store.fence));
+    const records = [new WayBackRecord(store), new WayBackRecord(onSource)];
     let recorded: WayBackDocument | null = null;
     for (const record of records) recorded ??= await record.read(reversals);
     const writableAt =

@@ -95,19 +95,23 @@ export const LOAD_LEVEL_NAMES: Readonly<Record<number, string>> = Object.freeze(
  * reply): bench/RESULTS.md measured 2 MiB batches copying as fast as 8 MiB ones with a third less memory.
  */
 export const OPTIONS = {
+  // Connection strings hold passwords: a flag shows them to every local user (ps, /proc/<pid>/cmdline)
+  // until Ferry scrubs its command line, so the file (--config) and the environment are preferred.
   cluster0: {
     type: 'cluster',
     required: true,
+    env: 'FERRY_CLUSTER0',
     valueName: '<uri>',
-    help: 'connection string of the first cluster (required)',
-    meaning: 'first cluster; start requests call it `cluster0`',
+    help: 'connection string of the first cluster (required; with a password, prefer --config or FERRY_CLUSTER0)',
+    meaning: 'first cluster; start requests call it `cluster0` (a password here is visible in `ps`: see [Passwords](#passwords))',
   },
   cluster1: {
     type: 'cluster',
     required: true,
+    env: 'FERRY_CLUSTER1',
     valueName: '<uri>',
-    help: 'connection string of the second cluster (required)',
-    meaning: 'second cluster; start requests call it `cluster1`',
+    help: 'connection string of the second cluster (required; with a password, prefer --config or FERRY_CLUSTER1)',
+    meaning: 'second cluster; start requests call it `cluster1` (a password here is visible in `ps`: see [Passwords](#passwords))',
   },
   config: {
     type: 'text',
@@ -147,7 +151,7 @@ export const OPTIONS = {
     default: 3,
     valueName: '<1-4>',
     help: 'how hard to push the clusters',
-    meaning: 'how hard Ferry pushes the clusters; sets the next four (table below). Live: SIGHUP re-reads it from `--config`',
+    meaning: 'how hard Ferry pushes the clusters; sets the next five (table below). Live: SIGHUP re-reads it from `--config`',
   },
   copyWorkers: {
     live: true,
@@ -191,6 +195,15 @@ export const OPTIONS = {
     help: 'largest write batch in bytes',
     meaning: 'largest write batch (1024 – 48,000,000)',
   },
+  verifyWorkers: {
+    type: 'integer',
+    min: 1,
+    max: 256,
+    loadLevel: [1, 1, 2, 4],
+    valueName: '<n>',
+    help: '`_id` ranges the verifier compares at once',
+    meaning: '`_id` ranges the embedded verifier compares at once (each read from both clusters)',
+  },
   partitionSizeMB: {
     type: 'integer',
     min: 1,
@@ -221,10 +234,8 @@ export const OPTIONS = {
     type: 'switch',
     default: false,
     defaultText: 'off',
-    help: 'accepted for mongosync compatibility (no embedded verifier in this build)',
-    meaning:
-      'accepted for mongosync compatibility; this build has no embedded verifier, so it changes nothing ' +
-      '(verify with `scripts/lib/compare-clusters.ts`, as the demo does)',
+    help: 'turn the embedded verifier off (as the start option verification: {enabled: false})',
+    meaning: 'turns the embedded verifier off for every sync (as the start option `verification: {enabled: false}` does for one)',
   },
   acceptDisclaimer: {
     type: 'switch',
@@ -307,6 +318,16 @@ export const OPTIONS = {
       'least time between two records of the change-stream resume token (fewer events applied again after a crash, ' +
       'more small metadata writes)',
   },
+  verifyMaxPendingRechecks: {
+    type: 'integer',
+    flag: false,
+    env: 'FERRY_VERIFY_MAX_PENDING_RECHECKS',
+    min: 100,
+    max: 10_000_000,
+    default: 20_000,
+    help:
+      'documents the verifier keeps in memory waiting to be checked again (about 300 bytes each); more wait in the ' + 'metadata database',
+  },
   commitRetryIntervalMs: {
     type: 'integer',
     flag: false,
@@ -369,6 +390,52 @@ export const OPTIONS = {
     default: 20 * 1024 ** 3,
     help: "with `detectRandomId`, collections at least this large are checked for random `_id`s (mongosync's threshold: 20 GiB)",
   },
+  stopTimeoutMs: {
+    type: 'integer',
+    flag: false,
+    env: 'FERRY_STOP_TIMEOUT_MS',
+    min: 100,
+    max: 600_000,
+    unit: 'milliseconds',
+    default: 15_000,
+    help:
+      'longest wait, after SIGINT/SIGTERM, for the sync to stop at a safe point; past it Ferry exits (code 1) and a restart ' +
+      'redoes the work that was in flight from its metadata (a cluster that does not answer cannot delay a stop longer)',
+  },
+  leaseDurationMs: {
+    type: 'integer',
+    flag: false,
+    env: 'FERRY_LEASE_DURATION_MS',
+    min: 1000,
+    max: 600_000,
+    unit: 'milliseconds',
+    default: 20_000,
+    help:
+      "how long a sync's lease lasts without renewal (renewed every quarter of it): the longest a restarted Ferry on " +
+      'another machine waits to take over from one that died',
+  },
+  guardIntervalMs: {
+    type: 'integer',
+    flag: false,
+    env: 'FERRY_GUARD_INTERVAL_MS',
+    min: 100,
+    max: 3_600_000,
+    unit: 'milliseconds',
+    default: 5000,
+    help:
+      'how often Ferry checks that nothing else changed what it owns on the destination (also checked at each phase ' +
+      'and before commit completes)',
+  },
+  healthIntervalMs: {
+    type: 'integer',
+    flag: false,
+    env: 'FERRY_HEALTH_INTERVAL_MS',
+    min: 100,
+    max: 60_000,
+    unit: 'milliseconds',
+    default: 2000,
+    help: 'how often each cluster is pinged; one that does not answer within 2.5 times this (at least 1 s) is reported unreachable',
+  },
 } as const satisfies Record<string, OptionSpec>;
 
 export type OptionName = keyof typeof OPTIONS;
@@ -400,7 +467,7 @@ export type LoadLevel = 1 | 2 | 3 | 4;
 
 /** The options `--loadLevel` sets unless given. */
 export const LOAD_LEVEL_OPTIONS = OPTION_NAMES.filter((name) => 'loadLevel' in OPTIONS[name]) as (
-  'copyWorkers' | 'batchesInFlight' | 'applyLanes' | 'batchBytes'
+  'copyWorkers' | 'batchesInFlight' | 'applyLanes' | 'batchBytes' | 'verifyWorkers'
 )[];
 
 export type LoadProfile = Pick<FerryOptions, (typeof LOAD_LEVEL_OPTIONS)[number]>;

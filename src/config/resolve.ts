@@ -152,7 +152,9 @@ export function resolveOptions(flags: RawOptions, env: NodeJS.ProcessEnv = proce
     if (given[name] !== undefined) resolved[name] = given[name];
     else if ('default' in spec && spec.default !== undefined) resolved[name] = spec.default;
     else if (spec.required === true) {
-      throw new InvalidConfiguration(`--${name} is required (a MongoDB connection string, by flag or in --config)`);
+      throw new InvalidConfiguration(
+        `--${name} is required (a MongoDB connection string: in --config, in ${(spec as OptionSpec).env ?? 'the environment'}, or by flag)`,
+      );
     }
   }
   resolved.config = configPath;

@@ -7,7 +7,9 @@
  * partitions holds at most `batchesInFlight` batches being written (each a buffer of at most
  * `batchBytes`, or one document up to 16 MiB, plus its framed message while sent), the batch being
  * filled, and one read reply (at most 16 MiB). Change-event application holds at most
- * `maxPendingBytes` of events queued or in flight, plus the change-stream reply being routed.
+ * `maxPendingBytes` of events queued or in flight, plus the change-stream reply being routed. The
+ * verifier holds, per range compared at once, one read reply from each cluster (`readBatchBytes`),
+ * and at most `maxPendingRechecks` queued documents (the rest wait in the metadata database).
  */
 import { MAX_BSON_OBJECT_BYTES } from '../domain/constants.js';
 import type { HotDocuments } from '../domain/hot-documents.js';
@@ -55,6 +57,33 @@ export interface Tuning {
   batchBytes: number;
 }
 
+/** How the embedded verifier runs (src/verify/). */
+export interface VerificationSettings {
+  /** False with `--disableVerification` (a start request can turn it off too). */
+  enabled: boolean;
+  /** `_id` ranges compared at once (`--verifyWorkers`). */
+  rangesAtOnce: number;
+  /** Bytes read from each cluster by one comparison task before it records its position. */
+  taskBytes: number;
+  /** Bytes per read reply of a range (`--batchBytes`, at most 16 MiB). */
+  readBatchBytes: number;
+  /** Differences one task returns at most before it records its position. */
+  maxDifferencesPerTask: number;
+  /** Documents waiting for a re-check kept in memory (`FERRY_VERIFY_MAX_PENDING_RECHECKS`); more go to the metadata database. */
+  maxPendingRechecks: number;
+  /** Documents checked again in one batch (one `find` per namespace on each cluster). */
+  recheckBatch: number;
+  /** Events per change-stream reply at most, and how long a `getMore` waits. */
+  streamBatchSize: number;
+  maxAwaitMs: number;
+  /** How often the streams' positions are recorded (and long-waiting re-checks written out). */
+  checkpointIntervalMs: number;
+  /** How long a re-check may pin a stream position in memory before it is written out. */
+  pinMs: number;
+  /** How long the verifier waits after a failure before it continues. */
+  retryIntervalMs: number;
+}
+
 export interface SyncSettings {
   /** What the operator set, for progress; the figures below are derived from it. */
   tuning: Tuning;
@@ -83,6 +112,17 @@ export interface SyncSettings {
   randomIdMinBytes: number;
   /** `--hotDocIDs`: documents whose events are not applied; the commit copies them (src/domain/hot-documents.ts). */
   hotDocuments: HotDocuments[];
+  /** How long the sync's lease lasts without renewal (`FERRY_LEASE_DURATION_MS`). */
+  leaseDurationMs: number;
+  /** How often the destination is checked for changes Ferry did not make (`FERRY_GUARD_INTERVAL_MS`). */
+  guardIntervalMs: number;
+  health: {
+    /** How often each cluster is pinged (`FERRY_HEALTH_INTERVAL_MS`). */
+    intervalMs: number;
+    /** How long a ping may go unanswered before the cluster counts as unreachable. */
+    timeoutMs: number;
+  };
+  verification: VerificationSettings;
 }
 
 /** Collections whose indexes are built at once (one `createIndexes` each). */
@@ -128,5 +168,22 @@ export function syncSettings(options: FerryOptions): SyncSettings {
     oplogCheckIntervalMs: options.oplogCheckIntervalMs,
     randomIdMinBytes: options.randomIdMinBytes,
     hotDocuments: checkHotDocuments(options.hotDocIDs ?? []),
+    leaseDurationMs: options.leaseDurationMs,
+    guardIntervalMs: options.guardIntervalMs,
+    health: { intervalMs: options.healthIntervalMs, timeoutMs: Math.max(1000, Math.round(options.healthIntervalMs * 2.5)) },
+    verification: {
+      enabled: !options.disableVerification,
+      rangesAtOnce: options.verifyWorkers,
+      taskBytes: 16 * 1024 * 1024,
+      readBatchBytes: maxBatchBytes,
+      maxDifferencesPerTask: 1000,
+      maxPendingRechecks: options.verifyMaxPendingRechecks,
+      recheckBatch: 500,
+      streamBatchSize: 10_000,
+      maxAwaitMs: 1000,
+      checkpointIntervalMs: 1000,
+      pinMs: 5000,
+      retryIntervalMs: 10_000,
+    },
   };
 }

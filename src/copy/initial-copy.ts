@@ -189,6 +189,7 @@ export class InitialCopy implements Phase {
       sourceUri: source.endpoint.uri,
       destinationUri: destination.endpoint.uri,
       instance: store.instance,
+      epoch: store.fence.epoch,
       partitions: Math.min(settings.copyWorkers, rows.length),
     });
     logger.info(

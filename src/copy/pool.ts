@@ -32,6 +32,8 @@ export interface CopyPoolOptions {
   destinationUri: string;
   /** The instance id (`--id`). */
   instance: string;
+  /** The lease epoch the instance holds: the workers' metadata writes are fenced by it (src/meta/fence.ts). */
+  epoch: number;
   /** Partitions copied at once (`--copyWorkers`, at most the partitions to copy). */
   partitions: number;
   /** Worker threads they share. Default `copyThreads(partitions)`. */
@@ -53,6 +55,7 @@ export class CopyPool {
       sourceUri: options.sourceUri,
       destinationUri: options.destinationUri,
       instance: options.instance,
+      epoch: options.epoch,
       counters: this.counters.buffer,
       stop: this.stopFlag.buffer,
     };

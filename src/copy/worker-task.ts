@@ -8,6 +8,7 @@
  */
 import { connect } from '../cluster/connect.js';
 import { hello } from '../cluster/commands.js';
+import { fixedFence } from '../meta/fence.js';
 import { MetadataStore } from '../meta/store.js';
 import { PartitionTable } from '../meta/partitions.js';
 // Not metrics/histograms.ts: it would load hdr-histogram in every worker thread.
@@ -22,6 +23,8 @@ export interface CopyWorkerData {
   destinationUri: string;
   /** The instance id, for the partition table's keys. */
   instance: string;
+  /** The lease epoch of the instance: checkpoints are fenced by it. */
+  epoch: number;
   counters: SharedArrayBuffer;
   stop: SharedArrayBuffer;
 }
@@ -51,7 +54,7 @@ async function createResources(data: CopyWorkerData): Promise<WorkerResources> {
   const destination = connect(data.destinationUri, options);
   await Promise.all([source.connect(), destination.connect()]);
   const { maxMessageSizeBytes, maxWriteBatchSize } = await hello(destination);
-  const partitions = new PartitionTable(new MetadataStore(destination, data.instance));
+  const partitions = new PartitionTable(new MetadataStore(destination, data.instance, fixedFence(data.epoch)));
   return {
     source,
     destination,

@@ -3,6 +3,7 @@
  * characteristics take on the destination. (Figures an operator can set are options:
  * src/config/options.ts.)
  */
+import { BlockList, isIPv4, isIPv6 } from 'node:net';
 
 /** mongod's largest BSON document (`maxBsonObjectSize`). */
 export const MAX_BSON_OBJECT_BYTES = 16 * 1024 * 1024;
@@ -29,5 +30,17 @@ export const MAX_CAPPED_SIZE_BYTES = 1024 ** 5;
 export const VERBOSITY_LEVELS = ['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR', 'FATAL', 'PANIC'] as const;
 export type Verbosity = (typeof VERBOSITY_LEVELS)[number];
 
-/** Interfaces on which the unauthenticated API is reachable only from this machine. */
-export const LOOPBACK_ADDRESSES: readonly string[] = ['127.0.0.1', '::1', 'localhost'];
+/**
+ * Whether an interface address is reachable only from this machine: `localhost`, any IPv4
+ * loopback address (all of 127.0.0.0/8, not only 127.0.0.1), `::1`, and IPv4 loopback addresses
+ * written as IPv6 (`::ffff:127.0.0.2`).
+ */
+export function isLoopbackAddress(address: string): boolean {
+  if (address === 'localhost') return true;
+  const type = isIPv4(address) ? 'ipv4' : isIPv6(address) ? 'ipv6' : undefined;
+  return type !== undefined && LOOPBACK.check(address, type);
+}
+
+const LOOPBACK = new BlockList();
+LOOPBACK.addSubnet('127.0.0.0', 8, 'ipv4');
+LOOPBACK.addAddress('::1', 'ipv6');

@@ -29,7 +29,8 @@ export const TRANSITIONS: ReadonlyArray<readonly [State, State]> = Object.freeze
   ...Object.values(COMMANDS).map(({ from, to }) => [from, to] as const),
   ['COMMITTING', 'COMMITTED'], // commit completed
   ['REVERSING', 'RUNNING'], // reverse completed, now syncing the other way
-  ['RUNNING', 'PAUSED'], // the sync stopped on an error; resume retries
+  ['RUNNING', 'PAUSED'], // the sync stopped on an error; resume retries (unless it cannot continue)
+  ['COMMITTING', 'PAUSED'], // the commit cannot complete: an error the sync cannot continue from (resume is refused)
 ]);
 
 export function isTransition(from: State, to: State): boolean {

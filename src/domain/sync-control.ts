@@ -8,6 +8,7 @@
  */
 import type { StartRequest } from './start-request.js';
 import type { RecoverableState } from './states.js';
+import type { VerificationProgress, VerificationReport } from './verification.js';
 
 export interface RecoveredState {
   state: RecoverableState;
@@ -48,6 +49,8 @@ export interface SyncSnapshot {
   /** Lag of change-event application, seconds; undefined until it is measured. */
   lag?: { overallSeconds: number; crudSeconds: number; ddlSeconds: number };
   indexBuilding?: { indexesBuilt: number; totalIndexesToBuild: number; collectionsFinished: number; collectionsTotal: number };
+  /** The embedded verifier's progress; undefined when the sync does not verify. */
+  verification?: VerificationProgress;
   /** The copy is done, events are being applied and lag is small enough (mongosync: ≤ 30 s). */
   readyToCommit: boolean;
   /** Conditions an operator should know about (they do not stop the sync). */
@@ -87,6 +90,11 @@ export interface SyncControl {
   reverse(): Promise<void>;
   /** In-memory figures only; never awaits a cluster. */
   snapshot(): SyncSnapshot;
+  /**
+   * The verifier's report (`GET /api/v1/verification`), read from the metadata: differences after
+   * `skip`, at most `limit`. Null when no sync is known.
+   */
+  verificationReport(skip: number, limit: number): Promise<VerificationReport | null>;
   /** Stops cleanly after recording state (SIGINT/SIGTERM). */
   close(): Promise<void>;
 }

@@ -27,6 +27,11 @@ export interface ErrorSpec {
   readonly exitCode?: number;
   /** When it happens, for people (the README's error tables). */
   readonly when: string;
+  /**
+   * The sync cannot continue after it (resuming would only fail again or build on a wrong
+   * destination): the sync stops for good and `resume` is refused with SyncCannotContinue.
+   */
+  readonly final?: true;
 }
 
 export const ERROR_CATALOGUE = {
@@ -46,7 +51,34 @@ export const ERROR_CATALOGUE = {
       '`reverse` after a sync not started `reversible` with write blocking on both clusters, ' +
       'or whose record of where the way back starts is gone from both clusters',
   },
+  RequestTimeout: { status: 408, message: '{detail}', when: 'the request did not arrive whole in time' },
   RequestTooLarge: { status: 413, message: '{detail}', when: 'body over 1 MiB' },
+  RequestHeadersTooLarge: {
+    status: 431,
+    message: '{detail}',
+    when: "the request's headers are larger than the HTTP server accepts (16 KiB)",
+  },
+  SyncLeaseHeld: {
+    status: 409,
+    exitCode: 1,
+    message: '{detail}',
+    when: 'another live Ferry (named by host and pid) holds the lease of the sync with this `--id` on the destination',
+  },
+  OverlappingSync: {
+    status: 409,
+    message: '{detail}',
+    when: 'another instance (another `--id`) syncs namespaces this request selects to the same destination, and has not committed',
+  },
+  SyncCannotContinue: {
+    status: 409,
+    message: '{detail}',
+    when: '`resume` after the sync stopped on an error it cannot continue from (the description says what to do)',
+  },
+  SameCluster: {
+    status: 422,
+    message: '{detail}',
+    when: 'source and destination are the same cluster (recognised by the cluster itself, not by the connection strings)',
+  },
   ChangeStreamsUnavailable: { status: 422, message: '{detail}', when: 'the source is a standalone server' },
   UnsupportedTopology: { status: 422, message: '{detail}', when: 'the destination is a standalone server' },
   ReplicaSetOptionOnMongos: {
@@ -130,6 +162,11 @@ sync from {cluster} into an empty cluster`,
     message: '{cluster} could not be reached for {operation}: {reason}',
     when: 'a cluster did not answer within 10 s (network, server selection)',
   },
+  AuthenticationFailed: {
+    status: 502,
+    message: "{cluster} refused Ferry's credentials ({reason}): check the user, password and authSource of its connection string",
+    when: 'a cluster refused the user and password of its connection string',
+  },
   ClusterCommandFailed: {
     status: 502,
     message: '{cluster} refused {operation}: {reason}',
@@ -170,7 +207,8 @@ sync from {cluster} into an empty cluster`,
 resume point, so the destination can no longer be brought up to date: nothing was skipped, but this sync cannot continue. Start the \
 migration again from the beginning (drop the destination data and Ferry's metadata database), after enlarging the source's oplog \
 (replSetResizeOplog) so that it covers the whole initial copy plus any pause`,
-    when: "the source's oplog no longer holds Ferry's resume point (server code 286)",
+    when: "the source's oplog no longer holds Ferry's resume point (server code 286); final",
+    final: true,
   },
   UnexpectedChangeEvent: {
     message: '{detail}',
@@ -196,6 +234,19 @@ migration again from the beginning (drop the destination data and Ferry's metada
 when the source renamed or dropped it after the commit point, so no change event up to the commit point settles it. Start the \
 migration again, with no DDL on the source during the commit (or with write blocking on both clusters)`,
     when: 'the source renamed or dropped a collection after the commit point while Ferry read it whole (the commit waits, never completes)',
+  },
+  DestinationChanged: {
+    message: `{detail}. The destination no longer holds what Ferry built, so this sync cannot continue and will not commit. To \
+migrate, start again from the beginning: drop the synced namespaces and Ferry's metadata for this --id on the destination (or use \
+another --id), and make sure nothing else writes to the destination or its metadata database during the sync`,
+    when: 'something other than Ferry changed what it owns on the destination: its metadata, a synced collection (dropped, \
+recreated, renamed), or the destination restarted empty; final',
+    final: true,
+  },
+  LeaseLost: {
+    message: '{detail}',
+    when: 'another Ferry took over the lease of this sync (this instance stopped acting on it); final for this process',
+    final: true,
   },
   CommitStopped: {
     message: 'the commit stopped before it completed ({detail})',

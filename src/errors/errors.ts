@@ -132,6 +132,15 @@ export const ApplicationStopped = defineError('ApplicationStopped');
 export const MetadataMissing = defineError('MetadataMissing');
 export const CollectionReadInterrupted = defineError('CollectionReadInterrupted');
 export const CommitStopped = defineError('CommitStopped');
+export const RequestTimeout = defineError('RequestTimeout');
+export const RequestHeadersTooLarge = defineError('RequestHeadersTooLarge');
+export const SyncLeaseHeld = defineError('SyncLeaseHeld');
+export const OverlappingSync = defineError('OverlappingSync');
+export const SyncCannotContinue = defineError('SyncCannotContinue');
+export const SameCluster = defineError('SameCluster');
+export const AuthenticationFailed = defineError('AuthenticationFailed');
+export const DestinationChanged = defineError('DestinationChanged');
+export const LeaseLost = defineError('LeaseLost');
 
 /* The instance type of each class, by the same name. */
 export type InvalidRequest = FerryError<'InvalidRequest'>;
@@ -180,6 +189,15 @@ export type ApplicationStopped = FerryError<'ApplicationStopped'>;
 export type MetadataMissing = FerryError<'MetadataMissing'>;
 export type CollectionReadInterrupted = FerryError<'CollectionReadInterrupted'>;
 export type CommitStopped = FerryError<'CommitStopped'>;
+export type RequestTimeout = FerryError<'RequestTimeout'>;
+export type RequestHeadersTooLarge = FerryError<'RequestHeadersTooLarge'>;
+export type SyncLeaseHeld = FerryError<'SyncLeaseHeld'>;
+export type OverlappingSync = FerryError<'OverlappingSync'>;
+export type SyncCannotContinue = FerryError<'SyncCannotContinue'>;
+export type SameCluster = FerryError<'SameCluster'>;
+export type AuthenticationFailed = FerryError<'AuthenticationFailed'>;
+export type DestinationChanged = FerryError<'DestinationChanged'>;
+export type LeaseLost = FerryError<'LeaseLost'>;
 
 /** Turns anything thrown into a FerryError, keeping FerryErrors as they are. */
 export function asFerryError(thrown: unknown): FerryError {
@@ -200,6 +218,11 @@ export function describeFailure(error: unknown): string {
       ? error.code
       : (serverFields(error).codeName ?? (error instanceof Error && error.name !== 'Error' ? error.name : undefined));
   return name === undefined || message.startsWith(name) ? message : `${name}: ${message}`;
+}
+
+/** Whether the sync cannot continue after `error` (the catalogue's `final`): resume is refused. */
+export function isFinal(error: unknown): error is FerryError {
+  return error instanceof FerryError && (ERROR_CATALOGUE[error.code as ErrorCode] as ErrorSpec).final === true;
 }
 
 /** Whether `error` is a FerryError of `code`. */

@@ -16,7 +16,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, renameSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { pino, type DestinationStream, type Logger as PinoLogger } from 'pino';
 import type { Verbosity } from '../domain/constants.js';
 import { redactUris } from '../domain/credentials.js';
@@ -91,6 +91,31 @@ function errorFields(error: unknown): Record<string, unknown> {
   return fields;
 }
 
+/**
+ * Creates `path` and its missing parents one at a time. Node's `mkdirSync(path, {recursive: true})`
+ * retries forever where mkdir answers ENOENT under a parent that exists (`/proc/x`): a `--logPath`
+ * there would spin at full CPU before the first line is written.
+ */
+function makeDirectory(path: string): void {
+  const missing: string[] = [];
+  for (let dir = resolve(path); ; dir = dirname(dir)) {
+    try {
+      if (!statSync(dir).isDirectory()) throw new Error(`${dir} is not a directory`);
+      break;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT' || dir === dirname(dir)) throw error;
+      missing.unshift(dir);
+    }
+  }
+  for (const dir of missing) {
+    try {
+      mkdirSync(dir);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    }
+  }
+}
+
 export function createLogger(options: LogOptions): LogHandle {
   const serverID = randomBytes(4).toString('hex');
   let target = 'stdout';
@@ -102,7 +127,7 @@ export function createLogger(options: LogOptions): LogHandle {
   } else {
     target = join(options.logPath, LOG_FILE_NAME);
     try {
-      mkdirSync(options.logPath, { recursive: true });
+      makeDirectory(options.logPath);
       try {
         previousFile = moveAside(options.logPath, target);
       } catch (error) {

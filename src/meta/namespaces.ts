@@ -162,6 +162,14 @@ export class NamespaceRecords extends InstanceCollection<NamespaceDocument> {
       .sort((a, b) => (namespaceOf(a) < namespaceOf(b) ? -1 : namespaceOf(a) > namespaceOf(b) ? 1 : 0));
   }
 
+  /** The namespaces recorded as created on the destination, and their type: a light read (the destination's check). */
+  async created(): Promise<{ db: string; coll: string; type: 'collection' | 'view' }[]> {
+    const docs = await this.collection
+      .find({ instance: this.instance, created: true }, { projection: { db: 1, coll: 1, type: 1 } })
+      .toArray();
+    return docs.map((doc) => ({ db: String(doc.db), coll: String(doc.coll), type: doc.type === 'view' ? 'view' : 'collection' }));
+  }
+
   /** This instance's record of `db.coll`, or undefined. */
   async get(ns: { db: string; coll: string }): Promise<NamespaceRecord | undefined> {
     const doc = await this.collection.findOne(this.#key(ns), TYPE_FAITHFUL_READ);

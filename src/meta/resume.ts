@@ -53,6 +53,8 @@ export interface ResumeDocument {
   copyCompletedAt?: Timestamp;
   /** Why the sync last stopped on an error (cleared when it runs again). */
   lastError?: string;
+  /** Set when that error is one the sync cannot continue from (its code): `resume` is refused for good. */
+  cannotContinue?: string;
   ferryVersion: string;
   createdAt: Date;
   updatedAt: Date;
@@ -126,12 +128,15 @@ export class ResumeStore extends InstanceCollection<ResumeDocument> {
     await this.collection.updateOne({ _id: this.instance }, { $set: { phase, updatedAt: at }, $push: { transitions: { phase, at } } });
   }
 
-  /** Records the state the API reports (and why, for a stop on an error). */
-  async setState(state: RecoverableState, lastError?: string): Promise<void> {
+  /**
+   * Records the state the API reports (and why, for a stop on an error; `cannotContinue`: the code
+   * of an error the sync cannot continue from).
+   */
+  async setState(state: RecoverableState, lastError?: string, cannotContinue?: string): Promise<void> {
     const update =
       lastError === undefined
-        ? { $set: { state, updatedAt: new Date() }, $unset: { lastError: '' as const } }
-        : { $set: { state, lastError, updatedAt: new Date() } };
+        ? { $set: { state, updatedAt: new Date() }, $unset: { lastError: '' as const, cannotContinue: '' as const } }
+        : { $set: { state, lastError, updatedAt: new Date(), ...(cannotContinue === undefined ? {} : { cannotContinue }) } };
     await this.collection.updateOne({ _id: this.instance }, update);
   }
 
@@ -164,6 +169,22 @@ export class ResumeStore extends InstanceCollection<ResumeDocument> {
       );
     }
     return recorded;
+  }
+
+  /** Other instances whose syncs to this destination block its user writes and have not committed. */
+  async othersBlocking(): Promise<string[]> {
+    const docs = await this.collection
+      .find(
+        { _id: { $ne: this.instance }, state: { $ne: 'COMMITTED' }, 'request.enableUserWriteBlocking': { $ne: 'none' } },
+        { projection: { _id: 1 } },
+      )
+      .toArray();
+    return docs.map((doc) => String(doc._id));
+  }
+
+  /** Every sync recorded on this destination, whatever its instance (to find syncs that would overlap). */
+  async all(): Promise<ResumeDocument[]> {
+    return this.collection.find({}).toArray() as Promise<ResumeDocument[]>;
   }
 
   async markCatalogRecorded(): Promise<void> {

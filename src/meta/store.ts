@@ -9,9 +9,10 @@
  * wrong length), free of `$`-field rules, and plain strings that worker threads receive as is.
  */
 import { deserialize, serialize, type Document } from 'bson';
-import { decodeValue, findElement, TYPE_FAITHFUL } from '../bson/index.js';
-import type { Collection, Db, MongoClient } from 'mongodb';
+import { decodeValue, findElement, TYPE_FAITHFUL, type RawElement } from '../bson/index.js';
+import type { Db, MongoClient } from 'mongodb';
 import { MAJORITY, MAJORITY_READ } from '../cluster/concerns.js';
+import { FencedCollection, READ_ONLY, type Fence } from './fence.js';
 import { METADATA_COLLECTIONS } from './names.js';
 import { METADATA_DATABASE } from '../domain/namespaces.js';
 
@@ -21,6 +22,23 @@ export const TYPE_FAITHFUL_READ = TYPE_FAITHFUL;
 /** A BSON value (an `_id`, MinKey, MaxKey) as base64 of the BSON document `{v: value}`. */
 export function packValue(value: unknown): string {
   return Buffer.from(serialize({ v: value })).toString('base64');
+}
+
+/**
+ * `packValue` of the element at `element` in `buf`, straight from its bytes (no decode): the same
+ * string `packValue` gives for the decoded value, since both are `{v: value}` with the value's
+ * own bytes.
+ */
+export function packElement(buf: Uint8Array, element: RawElement): string {
+  const value = buf.subarray(element.valueOffset, element.valueEnd);
+  const doc = Buffer.alloc(value.length + 8);
+  doc.writeInt32LE(doc.length, 0);
+  doc[4] = element.type;
+  doc[5] = 0x76; // 'v'
+  doc[6] = 0;
+  doc.set(value, 7);
+  doc[doc.length - 1] = 0;
+  return doc.toString('base64');
 }
 
 /**
@@ -50,7 +68,13 @@ export function storedNumber(value: unknown): number {
   return value === undefined || value === null ? 0 : Number(value);
 }
 
-/** The metadata database of one cluster, for one instance. */
+/** Metadata collections that hold one instance's sync (a new sync with the same id starts without them). */
+type SyncCollection = Exclude<keyof typeof METADATA_COLLECTIONS, 'leases'>;
+
+/**
+ * The metadata database of one cluster, for one instance. Its writes are fenced by the instance's
+ * lease (fence.ts): a store made without one only reads.
+ */
 export class MetadataStore {
   readonly db: Db;
 
@@ -58,6 +82,8 @@ export class MetadataStore {
     client: MongoClient,
     /** This instance's `--id`: every document it writes names it. */
     readonly instance: string,
+    /** The lease every write is fenced by; none: the store only reads. */
+    readonly fence: Fence = READ_ONLY,
   ) {
     this.db = client.db(METADATA_DATABASE, {
       writeConcern: MAJORITY,
@@ -65,8 +91,9 @@ export class MetadataStore {
     });
   }
 
-  collection<T extends Document>(name: keyof typeof METADATA_COLLECTIONS): Collection<T> {
-    return this.db.collection<T>(METADATA_COLLECTIONS[name]);
+  /** A metadata collection, its writes fenced. */
+  collection<T extends Document>(name: SyncCollection): FencedCollection<T> {
+    return new FencedCollection(this.db.collection<T>(METADATA_COLLECTIONS[name]), this.fence);
   }
 
   /**
@@ -77,8 +104,9 @@ export class MetadataStore {
    */
   async forgetInstance(): Promise<void> {
     const mine: Document = { $or: [{ _id: this.instance }, { instance: this.instance }] };
-    for (const name of Object.keys(METADATA_COLLECTIONS) as (keyof typeof METADATA_COLLECTIONS)[]) {
-      await this.collection(name).deleteMany(mine);
+    for (const name of Object.keys(METADATA_COLLECTIONS) as SyncCollection[]) {
+      // The lease stays: it is what lets this instance write at all, and its epoch must only grow.
+      if ((name as string) !== 'leases') await this.collection(name).deleteMany(mine);
     }
   }
 
@@ -98,11 +126,11 @@ const INSTANCE_INDEXED = ['namespaces', 'partitions', 'tombstones'] as const sat
 
 /** Base of the metadata stores: one metadata collection, used on behalf of one instance. */
 export abstract class InstanceCollection<T extends Document> {
-  protected readonly collection: Collection<T>;
+  protected readonly collection: FencedCollection<T>;
   /** The instance id every document names. */
   protected readonly instance: string;
 
-  constructor(store: MetadataStore, name: keyof typeof METADATA_COLLECTIONS) {
+  constructor(store: MetadataStore, name: SyncCollection) {
     this.collection = store.collection<T>(name);
     this.instance = store.instance;
   }

@@ -3,8 +3,8 @@
  *
  * A phase owns one part of the migration and the metadata records of that part: planning
  * (src/plan/planning.ts), the initial copy (src/copy/initial-copy.ts), change-event application
- * (src/cea/applier.ts), commit (src/commit/commit.ts), reverse (src/reverse/reverse.ts); later
- * verification and the coordination of several instances. The sync (src/sync/orchestrator.ts) only sequences phases:
+ * (src/cea/applier.ts), commit (src/commit/commit.ts), verification (src/verify/verifier.ts), reverse
+ * (src/reverse/reverse.ts); later the coordination of several instances. The sync (src/sync/orchestrator.ts) only sequences phases:
  * it builds them from the factories the composition root gives it (src/cli/compose.ts), and
  *
  * - calls `recover()` on each when a run begins (after a restart, or a resume): the phase reads
@@ -28,6 +28,7 @@ import type { SyncSettings } from '../config/settings.js';
 import type { StartRequest } from '../domain/start-request.js';
 import type { SyncPhase } from '../domain/states.js';
 import type { SyncSnapshot } from '../domain/sync-control.js';
+import type { VerificationReport } from '../domain/verification.js';
 import type { Logger } from '../log/logger.js';
 import type { ResumeDocument } from '../meta/resume.js';
 import type { MetadataStore } from '../meta/store.js';
@@ -47,7 +48,10 @@ export interface PhaseStatus {
   readyToCommit?: boolean;
   /** Progress figures it owns; a later phase's figure replaces an earlier one's. */
   figures?: Partial<
-    Pick<SyncSnapshot, 'estimatedTotalBytes' | 'estimatedCopiedBytes' | 'indexBuilding' | 'lag' | 'namespaces' | 'oplogTimeRemaining'>
+    Pick<
+      SyncSnapshot,
+      'estimatedTotalBytes' | 'estimatedCopiedBytes' | 'indexBuilding' | 'lag' | 'namespaces' | 'oplogTimeRemaining' | 'verification'
+    >
   >;
   /** Work done by this phase instance, for `/metrics` and progress (summed over phases and runs). */
   counters?: Partial<CounterValues>;
@@ -86,6 +90,18 @@ export interface CommitPhase extends Phase {
 }
 
 /**
+ * Verification: a phase that runs alongside the others from the start of a run, through commit,
+ * until its final pass after COMMITTED (then `start` settles `done`). It reads both clusters and
+ * writes only its own metadata.
+ */
+export interface VerificationPhase extends Phase {
+  /** The operator committed (the commit point is recorded): say loudly if differences are known. */
+  onCommit(): void;
+  /** The report of `GET /api/v1/verification` (reads the metadata): differences after `skip`, at most `limit`. */
+  report(skip: number, limit: number): Promise<VerificationReport>;
+}
+
+/**
  * Reverse: checks and records the reversed sync while the request waits (`begin`), then prepares
  * its destination in the background (`start`, state REVERSING) until the reversed sync can run.
  */
@@ -109,6 +125,11 @@ export interface ReverseContext {
   committed: MetadataStore;
   /** `ResumeDocument.reversals` of the committed sync. */
   reversals: number;
+  /**
+   * Takes the reversed sync's lease on its destination (src/meta/lease.ts): `begin` calls it once
+   * every check passed, before its first write there, so that a refused reverse writes nothing.
+   */
+  takeLease(): Promise<void>;
   ferryVersion: string;
   settings: SyncSettings;
   logger: Logger;
@@ -131,6 +152,25 @@ export interface SyncContext {
   syncPhase(): SyncPhase;
   /** Records that the initial copy enters `phase`, then tells every phase (`onSyncPhase`). */
   enterSyncPhase(phase: SyncPhase): Promise<void>;
+  /** Since when the source or the destination has not answered, if one does not now (src/cluster/health.ts): lag counts it. */
+  clusterOutageSince(): Date | undefined;
+  /**
+   * Checks that nothing but Ferry changed what it owns on the destination (src/guard/): its lease
+   * and metadata, the collections and views it created. Throws DestinationChanged (final) otherwise.
+   */
+  checkDestination(): Promise<void>;
+  /**
+   * Runs `change`, a change Ferry itself makes to the destination's catalog (creating, dropping or
+   * renaming the namespaces named; one without `coll` stands for its whole database), so that the
+   * destination's check never takes it for someone else's.
+   */
+  changingCatalog<T>(namespaces: readonly CatalogName[], change: () => Promise<T>): Promise<T>;
+}
+
+/** A namespace, or a whole database (no `coll`), whose catalog entry Ferry changes. */
+export interface CatalogName {
+  db: string;
+  coll?: string;
 }
 
 /** How commit takes change-event application over from the sync (src/commit/hand-off.ts uses it). */
@@ -151,6 +191,8 @@ export interface PhaseFactories {
   sequence: ((context: SyncContext) => Phase)[];
   changeApplication(context: SyncContext): ChangeApplication;
   commit(context: CommitContext): CommitPhase;
+  /** Built when the sync verifies (the start request and `--disableVerification` allow it). */
+  verification?(context: SyncContext): VerificationPhase;
   /** Reverse (src/reverse/): from a committed reversible sync to the sync the other way. */
   reverse(context: ReverseContext): ReversePhase;
 }

@@ -3,9 +3,12 @@
  * another, every `intervalMs`, until a try reports nothing refused (`done`) or the phase is asked
  * to stop (`stopped`). What the last try says stays in progress `warnings`: each change a cluster
  * refused (described by the phase: which index of which collection, and why), or why the try
- * failed otherwise (a cluster unreachable meanwhile), with the retry interval.
+ * failed otherwise (a cluster unreachable meanwhile), with the retry interval. An error the sync
+ * cannot continue from (the catalogue's `final`: history lost, the destination changed behind
+ * Ferry's back, the lease taken over) is never retried: `run` throws it.
  */
 import { redactUris } from '../domain/credentials.js';
+import { isFinal } from '../errors/errors.js';
 import type { Logger } from '../log/logger.js';
 import type { PhaseOutcome } from './contract.js';
 
@@ -55,6 +58,8 @@ export class RetryUntilDone {
         if (refused.length === 0) return 'done';
       } catch (error) {
         if (this.#stopping) return 'stopped';
+        // An error the sync cannot continue from is not retried: it ends the phase (src/sync/orchestrator.ts stops the sync).
+        if (isFinal(error)) throw error;
         const reason = redactUris((error as Error).message);
         this.#problem = `The ${this.what} could not finish yet and is retried every ${this.intervalMs / 1000} s: ${reason}`;
         this.logger.error({ err: error }, `The ${this.what} could not finish yet; retrying`);

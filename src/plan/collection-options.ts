@@ -37,7 +37,7 @@ export interface CreatePlan {
  * lists a limit given as 0 or less as 2^31-1, which a user can also set: it is recorded and
  * restored like any other, never taken for "no limit".
  */
-function cappedMax(max: unknown): number | undefined {
+export function cappedMax(max: unknown): number | undefined {
   if (max === undefined || max === null) return undefined;
   const value = Number(max);
   return value <= 0 ? undefined : value;

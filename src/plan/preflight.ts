@@ -2,11 +2,14 @@
  * Checks, before a sync starts, that the two clusters can serve the start request. Read-only:
  * `hello` (reachability and kind of cluster: `msg: "isdbgrid"` is a mongos, `setName` a replica
  * set member; a connection string with `replicaSet` is also asked directly at its first host,
- * since a client of such a string never reaches a mongos), `balancerStatus` on a sharded
- * cluster, the source's catalog of the collections `sharding` lists (sharding-rules.ts),
- * `listDatabases` and `listCollections` on the destination, and, unless `skipDiskSpaceCheck`,
- * `collStats` of the selected source collections and `dbStats` on the destination. Fails with
- * the first problem found, as a named FerryError.
+ * since a client of such a string never reaches a mongos; and that the two are not one cluster),
+ * `balancerStatus` on a sharded cluster, the source's catalog of the collections `sharding` lists
+ * (sharding-rules.ts), `listDatabases` and `listCollections` on the source (a filter that selects
+ * nothing there is said in progress warnings), the metadata of other instances on the destination
+ * (no uncommitted sync of theirs may overlap: overlap.ts), `listDatabases` and `listCollections`
+ * on the destination, and, unless `skipDiskSpaceCheck`, `collStats` of the selected source
+ * collections and `dbStats` on the destination. Fails with the first problem found, as a named
+ * FerryError.
  *
  * The destination rule is mongosync's: without `preExistingDestinationData` the destination must
  * hold no namespace at all (a collection or view in any database but admin, local, config and
@@ -14,7 +17,17 @@
  * there (other data may).
  */
 import type { MongoClient } from 'mongodb';
-import { hello, listDatabaseNames, serverVersion, shardCount, topologyOf, type HelloReply, type Topology } from '../cluster/commands.js';
+import {
+  hello,
+  listDatabaseNames,
+  sameCluster,
+  serverVersion,
+  shardCount,
+  shardedClusterId,
+  topologyOf,
+  type HelloReply,
+  type Topology,
+} from '../cluster/commands.js';
 import { collectionFootprint, freeDiskBytes } from '../cluster/monitoring.js';
 import { retryTransient } from '../cluster/retry.js';
 import { isReservedCollection, isReservedDatabase } from '../domain/namespaces.js';
@@ -30,17 +43,23 @@ import {
   InsufficientDestinationDiskSpace,
   InstanceIdNotAllowed,
   ReplicaSetOptionOnMongos,
+  OverlappingSync,
+  SameCluster,
   ReversibleNotSupported,
   ShardingNotAllowed,
   ShardingRequired,
   UnsupportedTopology,
 } from '../errors/errors.js';
-import { createNamespaceSelector } from './namespaces.js';
+import { createNamespaceSelector, selectorFor } from './namespaces.js';
+import { findOverlap, selectedNamespaces } from './overlap.js';
 import { checkShardingEntries } from './sharding-rules.js';
 
 export interface PreflightOptions {
   clusters: Record<ClusterName, ClusterEndpoint>;
-  /** This instance's `--id`. Default: the single instance's (`DEFAULT_INSTANCE_ID`). */
+  /**
+   * This instance's `--id` (other instances' syncs on the destination must not overlap its own).
+   * Default: the single instance's (`DEFAULT_INSTANCE_ID`).
+   */
   id?: string;
 }
 
@@ -296,8 +315,36 @@ async function checkDiskSpace(
   }
 }
 
-/** Checks everything; throws the first problem as a FerryError. Never writes. */
-export async function runPreflight(request: StartRequest, options: PreflightOptions): Promise<void> {
+/** Refuses a sync from a cluster onto itself, recognised by what the clusters say of themselves (never by their URIs). */
+async function refuseSameCluster(
+  source: ClusterEndpoint,
+  sourceClient: MongoClient,
+  sourceHello: HelloReply,
+  destination: ClusterEndpoint,
+  destinationClient: MongoClient,
+  destinationHello: HelloReply,
+): Promise<void> {
+  let same = sameCluster(sourceHello, destinationHello);
+  if (!same && topologyOf(sourceHello) === 'sharded' && topologyOf(destinationHello) === 'sharded') {
+    const [a, b] = await Promise.all([shardedClusterId(sourceClient), shardedClusterId(destinationClient)]);
+    same = a !== undefined && a === b;
+  }
+  if (same) {
+    throw new SameCluster(
+      `source ${describe(source)} and destination ${describe(destination)} are the same cluster ` +
+        `(${sourceHello.setName === undefined ? 'one cluster id' : `replica set ${sourceHello.setName}, the same members`}); ` +
+        'a sync needs two different clusters',
+    );
+  }
+}
+
+/** What preflight found that does not refuse the start but must be said (progress warnings, the log). */
+export interface PreflightFindings {
+  warnings: string[];
+}
+
+/** Checks everything; throws the first problem as a FerryError, and returns what must be said. Never writes. */
+export async function runPreflight(request: StartRequest, options: PreflightOptions): Promise<PreflightFindings> {
   const source = options.clusters[request.source];
   const destination = options.clusters[request.destination];
   const sourceClient = connect(source);
@@ -311,6 +358,7 @@ export async function runPreflight(request: StartRequest, options: PreflightOpti
       { [request.source]: sourceTopology, [request.destination]: destinationTopology } as Record<ClusterName, Topology>,
       options.clusters,
     );
+    await refuseSameCluster(source, sourceClient, sourceHello, destination, destinationClient, destinationHello);
     if (request.reversible) {
       const [sourceFacts, destinationFacts] = await Promise.all([
         reversibleFacts(source, sourceClient, sourceTopology),
@@ -325,10 +373,36 @@ export async function runPreflight(request: StartRequest, options: PreflightOpti
       await ask(source, 'reading the collections to shard', () => checkShardingEntries(sourceClient, request.sharding!, selector));
     }
 
+    const selected = await ask(source, 'listing the selected namespaces', () => selectedNamespaces(sourceClient, selectorFor(request)));
+    // Only a filter naming what to sync can be wrong this way (a whole-cluster sync of an empty source is not). Not
+    // refused: as with mongosync, namespaces created later that match are synced; but never a silent sync of nothing.
+    const warnings: string[] = [];
+    if (selected.length === 0 && (request.includeNamespaces?.length ?? 0) > 0) {
+      warnings.push(
+        `includeNamespaces selected no collection or view on the source ${describe(source)} when the sync started` +
+          `${request.excludeNamespaces === undefined ? '' : ' (after excludeNamespaces)'}: nothing was there to copy. ` +
+          'Namespaces created later that match are synced; if that is not what you meant, check the database and ' +
+          'collection names (they are case-sensitive) against the source, pause, and start again with the right ones',
+      );
+    }
+    const overlap = await ask(destination, "reading other instances' metadata", () =>
+      findOverlap(destinationClient, options.id ?? DEFAULT_INSTANCE_ID, request, selected),
+    );
+    if (overlap !== undefined) {
+      const named = overlap.namespaces.slice(0, NAMESPACES_NAMED).join(', ');
+      const more = overlap.namespaces.length > NAMESPACES_NAMED ? ` and ${overlap.namespaces.length - NAMESPACES_NAMED} more` : '';
+      throw new OverlappingSync(
+        `the sync of instance "${overlap.instance}" (state ${overlap.state}) to ${describe(destination)} covers namespaces ` +
+          `this request selects too: ${named}${more}. Two syncs must not write the same namespaces of one destination; ` +
+          'narrow the filters so they do not overlap, or wait until that sync has committed',
+      );
+    }
+
     await checkDestinationEmpty(destinationClient, destination, request);
     if (request.skipDiskSpaceCheck !== true) {
       await checkDiskSpace({ client: sourceClient, endpoint: source }, { client: destinationClient, endpoint: destination }, request);
     }
+    return { warnings };
   } finally {
     await Promise.allSettled([sourceClient.close(), destinationClient.close()]);
   }

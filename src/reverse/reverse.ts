@@ -16,8 +16,9 @@
  *    other cluster (NotReversible when neither is there);
  * 2. the new source's oplog must still reach back to `writableAt` (ReverseHistoryLost otherwise:
  *    the writes made since the cut-over could not all be carried back);
- * 3. the new destination's metadata of this instance (an older direction's) is cleared, and the
- *    reversed sync's resume document written: state REVERSING, T0 = `writableAt`, copy complete.
+ * 3. the reversed sync's lease on the new destination is taken (src/meta/lease.ts), the new
+ *    destination's metadata of this instance (an older direction's) is cleared, and the reversed
+ *    sync's resume document written: state REVERSING, T0 = `writableAt`, copy complete.
  *
  * `start` (in the background, state REVERSING), each step recorded so that a Ferry killed in
  * REVERSING finishes it when started again:
@@ -86,6 +87,8 @@ export class Reverse implements ReversePhase {
           `${reversalsOf(existing)} times) than the committed one (${reversals}); restart Ferry to continue that one`,
       );
     }
+    // Every check passed: the reversed sync's lease on its destination comes before its first write there.
+    await this.#context.takeLease();
     await onCluster(destination.endpoint, 'clearing the metadata of an earlier direction', store.forgetInstance());
     await onCluster(
       destination.endpoint,

@@ -11,8 +11,9 @@ import { reversedRequest, type StartRequest } from '../domain/start-request.js';
 import type { ClusterEndpoint } from '../domain/clusters.js';
 import { redactUris } from '../domain/credentials.js';
 import type { SyncEvent, SyncControl } from '../domain/sync-control.js';
+import type { VerificationReport } from '../domain/verification.js';
 import { COMMANDS, isTransition, type Command, type State } from '../domain/states.js';
-import { describeFailure, InternalError, InvalidStateTransition, NotReadyToCommit, NotReversible } from '../errors/errors.js';
+import { describeFailure, InternalError, InvalidStateTransition, isFinal, NotReadyToCommit, NotReversible } from '../errors/errors.js';
 
 export interface StateMachineOptions {
   /** The sync it drives (src/sync/orchestrator.ts). */
@@ -85,6 +86,12 @@ export class StateMachine {
         ? {}
         : { catchUpSeconds: (lag: number | null) => this.#options.history!.catchUpSeconds(Date.now(), lag) }),
     });
+  }
+
+  /** The verifier's report (reads the metadata; null in IDLE, before any sync). Changes nothing. */
+  async verificationReport(skip: number, limit: number): Promise<VerificationReport | null> {
+    if (this.#state === 'IDLE' || this.#state === 'INITIALIZING') return null;
+    return this.#sync.verificationReport(skip, limit);
   }
 
   /** INITIALIZING → IDLE, or → the state of an earlier run with this id that the sync recovered. */
@@ -187,21 +194,24 @@ export class StateMachine {
   }
 
   #onSyncEvent(event: SyncEvent): void {
-    const expected: Record<SyncEvent['type'], { from: State; to: State }> = {
-      commitCompleted: { from: 'COMMITTING', to: 'COMMITTED' },
-      reverseCompleted: { from: 'REVERSING', to: 'RUNNING' },
-      failed: { from: 'RUNNING', to: 'PAUSED' },
+    const expected: Record<SyncEvent['type'], { from: readonly State[]; to: State }> = {
+      commitCompleted: { from: ['COMMITTING'], to: 'COMMITTED' },
+      reverseCompleted: { from: ['REVERSING'], to: 'RUNNING' },
+      // An error the sync cannot continue from stops a commit too: never COMMITTING for ever.
+      failed: { from: isFinal(event.type === 'failed' ? event.error : undefined) ? ['RUNNING', 'COMMITTING'] : ['RUNNING'], to: 'PAUSED' },
     };
     const { from, to } = expected[event.type];
     if (event.type === 'failed') {
       this.#logger.error({ err: event.error, state: this.#state }, 'The sync stopped on an error');
       const reason = redactUris(describeFailure(event.error));
-      this.#failure =
-        this.#state === 'RUNNING'
+      // The state, the message and the requests allowed agree: resume is offered only when it can work.
+      this.#failure = isFinal(event.error)
+        ? `The sync stopped and cannot continue, so resume and commit are refused (${event.error.code}): ${reason}`
+        : this.#state === 'RUNNING'
           ? `The sync stopped on an error and is paused: ${reason}. Fix the cause, then POST /api/v1/resume.`
           : `The sync reported an error while ${this.#state}: ${reason}`;
     }
-    if (this.#closed || this.#state !== from) {
+    if (this.#closed || !from.includes(this.#state)) {
       this.#logger.warn({ event: event.type, state: this.#state }, 'Sync event does not apply in this state; ignored');
       return;
     }

@@ -4,6 +4,7 @@ import type { SyncSnapshot } from '../domain/sync-control.js';
 import type { State } from '../domain/states.js';
 import { blocksSource } from '../domain/start-request.js';
 import { describeOplogTime } from '../domain/oplog-time.js';
+import type { VerificationProgress } from '../domain/verification.js';
 /**
  * The progress record of `GET /api/v1/progress`, built from in-memory state only, following the
  * spec's rules (§2.1): in IDLE every field but `state` and `canCommit` is null; in PAUSED
@@ -25,6 +26,8 @@ export interface Progress {
   directionMapping: { Source: string; Destination: string } | null;
   mongosyncID: string | null;
   coordinatorID: string | null;
+  /** mongosync's embedded verifier's progress, per cluster; null when the sync does not verify. */
+  verification: VerificationProgress | null;
   warnings: string[] | null;
   /**
    * mongosync's: seconds until change-event application catches up, from how fast the lag fell
@@ -64,6 +67,7 @@ const NOTHING_YET = {
   directionMapping: null,
   mongosyncID: null,
   coordinatorID: null,
+  verification: null,
   warnings: null,
   estimatedSecondsToCEACatchup: null,
   estimatedOplogTimeRemaining: null,
@@ -144,6 +148,7 @@ export function buildProgress(inputs: ProgressInputs): Progress {
     },
     mongosyncID: inputs.id,
     coordinatorID: inputs.id,
+    verification: snapshot.verification ?? null,
     warnings: [...inputs.warnings, ...snapshot.warnings, ...stateWarnings(state, request, inputs.clusters)],
     estimatedSecondsToCEACatchup:
       state === 'RUNNING' && snapshot.info === 'change event application' && currentLag !== null

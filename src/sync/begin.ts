@@ -1,7 +1,11 @@
 /**
  * What `start` does before any phase runs. Nothing is written until
  * everything that can be checked is: this instance has no sync recorded on the destination, and
- * Ferry's user holds the write-blocking privileges the request needs. Then, in order: the metadata
+ * Ferry's user holds the write-blocking privileges the request needs. Then, in order: the sync's
+ * lease is taken (src/meta/lease.ts: a second Ferry with this id is refused from here on), and
+ * looked for on the source: found there, source and destination are one cluster, whatever their
+ * connection strings say (preflight's `hello` check cannot tell two routers of one sharded
+ * cluster apart; this can), and the start is refused with the lease removed again; the metadata
  * an earlier sync with this id left is cleared; T0 is taken on the source (an `appendOplogNote`:
  * every write the copy could miss is at or after it); the destination is write-blocked (unless
  * `enableUserWriteBlocking: "none"`); and the resume document (state RUNNING, phase `planning`,
@@ -12,7 +16,8 @@ import type { Cluster } from '../cluster/connect.js';
 import { asClusterError, onCluster } from '../cluster/errors.js';
 import { nameCluster } from '../domain/clusters.js';
 import { blocksDestination, blocksSource, type StartRequest } from '../domain/start-request.js';
-import { InsufficientPrivileges, InvalidStateTransition } from '../errors/errors.js';
+import { InsufficientPrivileges, InvalidStateTransition, SameCluster } from '../errors/errors.js';
+import { readLease, type Lease } from '../meta/lease.js';
 import type { ResumeDocument, ResumeStore } from '../meta/resume.js';
 import type { MetadataStore } from '../meta/store.js';
 
@@ -23,6 +28,8 @@ export interface SyncTarget {
   destination: Cluster;
   store: MetadataStore;
   resume: ResumeStore;
+  /** The lease of this sync on the destination; every metadata write is fenced by it. */
+  lease: Lease;
 }
 
 /** Runs `operation` on `cluster`, its failure reported as the API reports a cluster's. */
@@ -50,7 +57,7 @@ export async function checkWriteBlockingPrivileges(target: Pick<SyncTarget, 'req
 
 /** Begins the sync (see the module comment); returns its new resume document. */
 export async function beginSync(target: SyncTarget, id: string, ferryVersion: string): Promise<ResumeDocument> {
-  const { request, source, destination, store, resume } = target;
+  const { destination, resume } = target;
   const existing = await on(destination, 'reading the metadata', resume.read());
   if (existing !== null) {
     throw new InvalidStateTransition(
@@ -59,6 +66,33 @@ export async function beginSync(target: SyncTarget, id: string, ferryVersion: st
     );
   }
   await checkWriteBlockingPrivileges(target);
+  const { lease } = target;
+  const leaseExisted = (await on(destination, 'reading the lease of the sync', lease.read())) !== null;
+  await on(destination, 'taking the lease of the sync', lease.acquire());
+  try {
+    return await begin(target, id, ferryVersion);
+  } catch (error) {
+    // Not started: the lease goes (removed if this start made it), so nothing stays held.
+    await (leaseExisted ? lease.release() : lease.discard()).catch(() => undefined);
+    throw error;
+  }
+}
+
+/** The destination's lease, just taken, read on the source: there too means they are one cluster. */
+async function refuseSameCluster(target: SyncTarget): Promise<void> {
+  const { source, destination, lease } = target;
+  const seen = await on(source, "looking for the destination's lease on the source", readLease(source.client, lease.instance));
+  if (seen !== null && seen.holder.token === lease.holder.token && seen.epoch === lease.epoch) {
+    throw new SameCluster(
+      `source ${nameCluster(source.endpoint)} and destination ${nameCluster(destination.endpoint)} are the same cluster ` +
+        '(what Ferry just wrote on the destination reads back from the source); a sync needs two different clusters',
+    );
+  }
+}
+
+async function begin(target: SyncTarget, id: string, ferryVersion: string): Promise<ResumeDocument> {
+  const { request, source, destination, store, resume } = target;
+  await refuseSameCluster(target);
   await on(destination, 'clearing metadata an earlier sync with this id left', store.forgetInstance());
   await on(destination, 'indexing the metadata', store.ensureIndexes());
   const startAtOperationTime = await on(source, 'appendOplogNote (taking the start time)', appendOplogNote(source, 'sync start', id));

@@ -25,19 +25,37 @@
  * - `recover` (process start): src/recovery/ finds the recorded sync; a RUNNING one is launched,
  *   a COMMITTING one's commit finishes, a REVERSING one's reverse finishes and is launched, a
  *   PAUSED one waits for `resume`.
+ * - The sync's lease (src/meta/lease.ts) is taken before anything is written (at `start`, or when a
+ *   recorded sync is recovered) and kept while this process runs; every metadata write is fenced
+ *   by it. A second Ferry with the same id is refused (SyncLeaseHeld).
+ * - The destination's guard (src/guard/) checks, at each launch, each part of the copy, before
+ *   commit begins and completes, and every `guardIntervalMs` while the sync runs or commits, that
+ *   nothing but Ferry changed what it owns there.
+ * - An error the sync cannot continue from (`final` in the catalogue: history lost, the
+ *   destination changed behind Ferry's back, the lease taken over) stops everything, in RUNNING or
+ *   COMMITTING: the sync is PAUSED with the reason, `resume` and `commit` are refused with
+ *   SyncCannotContinue (the reason says what to do), and a source Ferry write-blocked for the
+ *   commit is unblocked again (the application stays on the source).
+ * - Verification (when the request and `--disableVerification` allow it) starts with each run and
+ *   runs on through COMMITTING and after COMMITTED until its final pass is done; pause and stop
+ *   halt it with the rest. It never fails the sync (it retries by itself) and is told of a commit.
  */
 import type { Cluster } from '../cluster/connect.js';
 import { openCluster } from '../cluster/connect.js';
 import { setUserWriteBlocking } from '../cluster/commands.js';
-import { asClusterError, isTransient } from '../cluster/errors.js';
+import { asClusterError, isTransient, onCluster } from '../cluster/errors.js';
+import { ClusterHealth } from '../cluster/health.js';
 import { RETRY_POLICY, retryDelay, sleep } from '../cluster/retry.js';
 import type { SyncSettings } from '../config/settings.js';
 import type { ClusterEndpoint, ClusterName } from '../domain/clusters.js';
 import { redactUris } from '../domain/credentials.js';
-import { blocksDestination, reversedRequest, type StartRequest } from '../domain/start-request.js';
+import { blocksDestination, blocksSource, reversedRequest, type StartRequest } from '../domain/start-request.js';
 import type { RecoveredState, SyncControl, SyncEvent, SyncSnapshot } from '../domain/sync-control.js';
-import { describeFailure, InvalidStateTransition, MetadataMissing } from '../errors/errors.js';
+import { describeFailure, FerryError, InvalidStateTransition, isFinal, MetadataMissing, SyncCannotContinue } from '../errors/errors.js';
+import { DestinationGuard } from '../guard/destination-guard.js';
+import type { VerificationReport } from '../domain/verification.js';
 import type { Logger } from '../log/logger.js';
+import { Lease } from '../meta/lease.js';
 import { ResumeStore, reversalsOf, type ResumeDocument } from '../meta/resume.js';
 import { MetadataStore } from '../meta/store.js';
 import type { CounterValues } from '../metrics/counters.js';
@@ -73,8 +91,16 @@ export class SyncOrchestrator implements SyncControl {
   #retired: PhaseStatus[] = [];
   /** Why a sync recovered PAUSED had stopped (from its metadata), until it runs again; or why a reversed sync could not be launched. */
   #recoveredFailure: string | undefined;
+  /** The error the sync cannot continue from, once it stopped on one (or was recovered so). */
+  #final: { code: string; message: string } | undefined;
+  #guardTimer: NodeJS.Timeout | undefined;
+  /** The sync committed: nothing may undo the cut-over any more. */
+  #committed = false;
   /** Events applied in earlier directions of the sync: progress counts the current direction's only. */
   #eventsBeforeReverse = 0;
+  /** What the last preflight found to say; the start's, said in progress for this process's life. */
+  #preflightWarnings: string[] = [];
+  #startWarnings: string[] = [];
   #closed = false;
   /** Bumped by every request that starts or stops a run: a relaunch planned before one is dropped. */
   #generation = 0;
@@ -126,19 +152,48 @@ export class SyncOrchestrator implements SyncControl {
   }
 
   #target(request: StartRequest): ActiveSync {
+    const { settings, id } = this.#options;
     const destination = this.#cluster(request.destination);
-    const store = new MetadataStore(destination.client, this.#options.id);
-    return { request, source: this.#cluster(request.source), destination, store, resume: new ResumeStore(store), phase: 'planning' };
+    const source = this.#cluster(request.source);
+    const target: Partial<ActiveSync> = {};
+    const lease = new Lease({
+      client: destination.client,
+      instance: id,
+      durationMs: settings.leaseDurationMs,
+      logger: this.#logger,
+      onLost: (error) => void this.#stopForGood(target as ActiveSync, error),
+    });
+    const store = new MetadataStore(destination.client, id, lease);
+    const health = new ClusterHealth([source.endpoint, destination.endpoint], settings.health);
+    return Object.assign(target, {
+      request,
+      source,
+      destination,
+      store,
+      lease,
+      health,
+      resume: new ResumeStore(store),
+      phase: 'planning' as const,
+    });
   }
 
   async recover(): Promise<RecoveredState | undefined> {
     const found = await findRecordedSync(this.#options.clusters, this.#options.id, this.#logger);
     if (found === undefined) return undefined;
-    const { doc } = found;
-    const sync = (this.#sync = this.#target(doc.request));
+    const sync = this.#target(found.doc.request);
+    // A live Ferry still running this sync (it renews its lease) is refused; a dead one's lease is taken over.
+    await sync.lease.acquire(this.#options.settings.leaseDurationMs + sync.lease.renewIntervalMs).catch((error: unknown) => {
+      throw asClusterError(sync.destination.endpoint, 'taking the lease of the sync', error);
+    });
+    sync.lease.keep();
+    this.#sync = sync;
     this.#watch(sync);
+    // Read again under the lease: the holder before may have written since.
+    const doc = (await sync.resume.read()) ?? found.doc;
+    this.#committed = doc.state === 'COMMITTED';
+    if (!this.#committed) sync.health.start();
     this.#logger.info(
-      { state: doc.state, phase: doc.phase, destination: found.cluster, reversals: reversalsOf(doc) },
+      { state: doc.state, phase: doc.phase, destination: found.cluster, reversals: reversalsOf(doc), epoch: sync.lease.epoch },
       `Recovered a sync in state ${doc.state}, phase ${doc.phase}`,
     );
     // Reversing: its run is prepared once the reverse is done.
@@ -148,17 +203,25 @@ export class SyncOrchestrator implements SyncControl {
     }
     await this.#prepare(sync, doc);
     if (doc.state === 'PAUSED' && doc.lastError !== undefined) {
-      this.#recoveredFailure =
-        `The sync stopped on an error before Ferry restarted and is ` +
-        `paused: ${doc.lastError}. Fix the cause, then POST /api/v1/resume.`;
+      if (doc.cannotContinue !== undefined) {
+        this.#final = { code: doc.cannotContinue, message: doc.lastError };
+        this.#recoveredFailure = `The sync stopped before Ferry restarted and cannot continue (${doc.cannotContinue}): ${doc.lastError}`;
+      } else {
+        this.#recoveredFailure =
+          `The sync stopped on an error before Ferry restarted and is ` +
+          `paused: ${doc.lastError}. Fix the cause, then POST /api/v1/resume.`;
+      }
     }
     if (doc.state === 'RUNNING') this.#launch(sync, sync.run!);
     if (doc.state === 'COMMITTING') this.#finishCommit(sync, this.#newCommit(sync));
+    // Its final pass after commit continues too.
+    if (doc.state === 'COMMITTING' || doc.state === 'COMMITTED') this.#startVerification(sync);
     return { state: doc.state, request: doc.request };
   }
 
   async preflight(request: StartRequest): Promise<void> {
-    await runPreflight(request, { clusters: this.#options.clusters, id: this.#options.id });
+    const { warnings } = await runPreflight(request, { clusters: this.#options.clusters, id: this.#options.id });
+    this.#preflightWarnings = warnings;
   }
 
   async start(request: StartRequest): Promise<void> {
@@ -170,15 +233,23 @@ export class SyncOrchestrator implements SyncControl {
           'start migration: the destination is not write-blocked, views are not synced, and the sync cannot be reversed',
       );
     }
+    sync.lease.keep();
     this.#sync = sync;
     this.#watch(sync);
-    this.#logger.info({ startAtOperationTime: doc.startAtOperationTime.toString() }, 'Sync started: start time recorded');
+    sync.health.start();
+    this.#logger.info(
+      { startAtOperationTime: doc.startAtOperationTime.toString(), epoch: sync.lease.epoch },
+      'Sync started: start time recorded',
+    );
+    this.#startWarnings = this.#preflightWarnings;
+    for (const warning of this.#startWarnings) this.#logger.warn(warning);
     this.#launch(sync, await this.#prepare(sync, doc));
   }
 
   /** A new run of `sync` from `doc`: its phases built and recovered, not started. */
   async #prepare(sync: ActiveSync, doc: ResumeDocument): Promise<Run> {
     this.#retire(sync);
+    sync.guard ??= new DestinationGuard({ destination: sync.destination, store: sync.store, lease: sync.lease, createdAt: doc.createdAt });
     sync.phase = doc.phase;
     // Hot documents named by this run or an earlier one: events skipped before must still be copied at commit.
     const hotDocuments = await sync.resume.addHotDocuments(this.#options.settings.hotDocuments);
@@ -194,19 +265,34 @@ export class SyncOrchestrator implements SyncControl {
     sync.run = run;
     sync.application = this.#options.phases.changeApplication(context);
     sync.applicationStarted = false;
-    await Promise.all([...run.sequence, sync.application].map((phase) => phase.recover()));
+    const verifies = sync.request.verification.enabled && this.#options.settings.verification.enabled;
+    sync.verification = verifies ? this.#options.phases.verification?.(context) : undefined;
+    sync.verificationStarted = false;
+    await Promise.all([...run.sequence, sync.application, sync.verification].map((phase) => phase?.recover()));
     return run;
+  }
+
+  /** Starts the verifier of the current run, once; its failures are its own (it retries), never the sync's. */
+  #startVerification(sync: ActiveSync): void {
+    const verification = sync.verification;
+    if (verification === undefined || sync.verificationStarted === true) return;
+    sync.verificationStarted = true;
+    verification.start().catch((error: unknown) => this.#logger.error({ err: error }, 'Verification stopped unexpectedly'));
   }
 
   /** Starts a prepared run in the background: application alongside, the sequence in order. */
   #launch(sync: ActiveSync, run: Run): void {
     run.active = true;
+    this.#watchDestination(sync);
     run.done = (async () => {
+      // Nothing builds on a destination changed behind Ferry's back.
+      await sync.guard?.check();
       // Blocking survives restarts on the server; asserting it again costs nothing.
       if (blocksDestination(sync.request.enableUserWriteBlocking)) await setUserWriteBlocking(sync.destination.client, true);
       // During a commit, a failure of application reaches the commit through applyThrough instead.
       sync.applicationStarted = true;
       sync.application?.start().catch((error: unknown) => void (sync.commit === undefined ? this.#fail(sync, error) : undefined));
+      this.#startVerification(sync);
       for (const phase of run.sequence) if ((await phase.start()) === 'stopped' || !run.active) return;
     })().catch((error: unknown) => this.#fail(sync, error));
   }
@@ -215,12 +301,15 @@ export class SyncOrchestrator implements SyncControl {
   #retire(sync: ActiveSync): void {
     this.#retired.push(...(sync.run?.sequence ?? []).map((phase) => phase.status()));
     if (sync.application !== undefined) this.#retired.push(sync.application.status());
+    if (sync.verification !== undefined) this.#retired.push(sync.verification.status());
   }
 
   /** A phase failed: launch the run again after a passing failure, else record it, stop the rest, and let the state machine pause. */
   async #fail(sync: ActiveSync, error: unknown): Promise<void> {
+    if (isFinal(error)) return this.#stopForGood(sync, error);
     if (this.#sync !== sync || sync.run?.active !== true) return; // already stopping or stopped
     if (await this.#relaunched(sync, error)) return;
+    this.#unwatchDestination();
     this.#logger.error({ err: error }, 'The sync failed');
     await this.#halt(sync, false);
     await sync.resume.setState('PAUSED', redactUris(describeFailure(error))).catch((persistError: unknown) => {
@@ -260,13 +349,93 @@ export class SyncOrchestrator implements SyncControl {
   }
 
   /**
+   * The sync stopped on an error it cannot continue from (see the module comment): everything
+   * stops, in RUNNING or COMMITTING, and stays stopped. Once only.
+   */
+  async #stopForGood(sync: ActiveSync, error: FerryError): Promise<void> {
+    if (this.#committed) {
+      // The cut-over is done: nothing to stop, and the source's blocking must stay as it is.
+      this.#logger.warn({ err: error, error: error.code }, `After the commit: ${error.message}`);
+      return;
+    }
+    if (this.#sync !== sync || this.#final !== undefined || this.#closed) return;
+    this.#final = { code: error.code, message: redactUris(error.message) };
+    this.#unwatchDestination();
+    this.#logger.error({ err: error, error: error.code }, `The sync cannot continue: ${error.message}`);
+    const commit = sync.commit;
+    await Promise.all([this.#halt(sync, false), commit?.stop()]);
+    sync.commit = undefined;
+    // The cut-over is abandoned: the application stays on the source, so a source Ferry blocked for the
+    // commit is unblocked (unless another Ferry took the sync over: the source is its to decide on).
+    if (commit !== undefined && blocksSource(sync.request.enableUserWriteBlocking) && error.code !== 'LeaseLost') {
+      await setUserWriteBlocking(sync.source.client, false).then(
+        () => this.#logger.warn('The commit was abandoned: user writes on the source are allowed again'),
+        (unblockError: unknown) =>
+          this.#logger.error(
+            { err: unblockError },
+            'The commit was abandoned, but user writes on the source could not be unblocked: ' +
+              'run setUserWriteBlockMode {global: false} on it',
+          ),
+      );
+    }
+    if (error.code !== 'LeaseLost') {
+      await sync.resume.setState('PAUSED', this.#final.message, error.code).catch((persistError: unknown) => {
+        this.#logger.error({ err: persistError }, 'Could not record in the metadata that the sync cannot continue');
+      });
+    }
+    this.#report({ type: 'failed', error });
+  }
+
+  /** The reason a request is refused once the sync cannot continue. */
+  #cannotContinue(command: string): FerryError {
+    const { code, message } = this.#final!;
+    return new SyncCannotContinue(`${command} is refused: this sync stopped and cannot continue (${code}): ${message}`);
+  }
+
+  /** Checks the destination now; an error the sync cannot continue from stops it for good and refuses `command`. */
+  async #checkDestination(sync: ActiveSync, command: string): Promise<void> {
+    try {
+      await sync.guard?.check();
+    } catch (error) {
+      if (!isFinal(error)) throw asClusterError(sync.destination.endpoint, `checking the destination before ${command}`, error);
+      await this.#stopForGood(sync, error);
+      throw this.#cannotContinue(command);
+    }
+  }
+
+  /** Checks the destination every `guardIntervalMs` while the sync runs or commits. */
+  #watchDestination(sync: ActiveSync): void {
+    this.#unwatchDestination();
+    let checking = false;
+    this.#guardTimer = setInterval(() => {
+      // One check at a time: a destination that does not answer must not pile them up.
+      if (checking || sync.guard === undefined) return;
+      checking = true;
+      sync.guard
+        .check()
+        .catch((error: unknown) => {
+          if (isFinal(error)) void this.#stopForGood(sync, error);
+          // Otherwise the destination did not answer: health and lag say so; the next check tries again.
+          else this.#logger.debug({ err: error }, 'Could not check the destination');
+        })
+        .finally(() => (checking = false));
+    }, this.#options.settings.guardIntervalMs);
+    this.#guardTimer.unref();
+  }
+
+  #unwatchDestination(): void {
+    clearInterval(this.#guardTimer);
+    this.#guardTimer = undefined;
+  }
+
+  /**
    * Stops every phase of the run at a safe point and waits for them; with `untilDone`, for the
    * run itself too (never from a failure of the run, which is the end of that very promise).
    */
   async #halt(sync: ActiveSync, untilDone = true): Promise<void> {
     const run = sync.run;
     if (run !== undefined) run.active = false;
-    await Promise.all([...(run?.sequence ?? []).map((phase) => phase.stop()), sync.application?.stop()]);
+    await Promise.all([...(run?.sequence ?? []).map((phase) => phase.stop()), sync.application?.stop(), sync.verification?.stop()]);
     if (untilDone) await run?.done;
   }
 
@@ -278,6 +447,7 @@ export class SyncOrchestrator implements SyncControl {
   async pause(): Promise<void> {
     const sync = this.#requireSync('pause');
     this.#generation++;
+    this.#unwatchDestination();
     await this.#halt(sync);
     await this.#recordState(sync, 'PAUSED');
   }
@@ -285,8 +455,10 @@ export class SyncOrchestrator implements SyncControl {
   async resume(): Promise<void> {
     const sync = this.#requireSync('resume');
     this.#generation++;
+    if (this.#final !== undefined) throw this.#cannotContinue('resume');
     // A run that failed may still be winding down (workers checkpointing): never run two at once.
     await this.#halt(sync);
+    await this.#checkDestination(sync, 'resume');
     await this.#recordState(sync, 'RUNNING');
     this.#recoveredFailure = undefined;
     const doc = await sync.resume.read();
@@ -310,7 +482,9 @@ export class SyncOrchestrator implements SyncControl {
   async commit(): Promise<void> {
     const sync = this.#requireSync('commit');
     this.#generation++;
+    if (this.#final !== undefined) throw this.#cannotContinue('commit');
     if (sync.application === undefined) throw new InvalidStateTransition('commit: change events are not being applied');
+    await this.#checkDestination(sync, 'commit');
     const commit = this.#newCommit(sync);
     await commit.begin();
     sync.commit = commit;
@@ -320,20 +494,31 @@ export class SyncOrchestrator implements SyncControl {
     });
     // COMMITTING is recorded: from here the commit finishes in the background whatever happens
     // (a restart finishes it too), so nothing after this point may fail the request.
+    sync.verification?.onCommit();
     this.#finishCommit(sync, commit);
   }
 
   #finishCommit(sync: ActiveSync, commit: CommitPhase): void {
     sync.commit = commit;
+    this.#watchDestination(sync);
     sync.committing = (async () => {
       await commit.recover();
-      if ((await commit.start()) === 'done' && !this.#closed) this.#report({ type: 'commitCompleted' });
-    })().catch((error: unknown) => this.#logger.error({ err: error }, 'The commit stopped unexpectedly'));
+      if ((await commit.start()) === 'done' && !this.#closed) {
+        this.#committed = true;
+        this.#unwatchDestination();
+        await sync.health.stop();
+        this.#report({ type: 'commitCompleted' });
+      }
+    })().catch((error: unknown) => {
+      if (isFinal(error)) return this.#stopForGood(sync, error);
+      this.#logger.error({ err: error }, 'The commit stopped unexpectedly');
+    });
   }
 
   /** The reverse phase that turns the committed sync (reversed `reversals` times) into `sync`, the reversed one. */
-  #newReverse(sync: ActiveSync, reversals: number): ReversePhase {
+  #newReverse(sync: ActiveSync, reversals: number, takeLease: () => Promise<void> = async () => {}): ReversePhase {
     return this.#options.phases.reverse({
+      takeLease,
       source: sync.source,
       destination: sync.destination,
       request: sync.request,
@@ -357,15 +542,32 @@ export class SyncOrchestrator implements SyncControl {
     }
     const sync = this.#target(reversedRequest(committed.request));
     await checkWriteBlockingPrivileges(sync);
-    const reverse = this.#newReverse(sync, reversalsOf(doc));
-    await reverse.begin();
+    // The reversed sync's metadata lives on its own destination: its lease there comes before any write.
+    let leaseExisted: boolean | undefined;
+    const reverse = this.#newReverse(sync, reversalsOf(doc), async () => {
+      leaseExisted = (await onCluster(sync.destination.endpoint, 'reading the lease of the sync', sync.lease.read())) !== null;
+      await onCluster(sync.destination.endpoint, 'taking the lease of the reversed sync', sync.lease.acquire());
+    });
+    try {
+      await reverse.begin();
+    } catch (error) {
+      // Not reversed: a lease this reverse made goes again.
+      if (leaseExisted !== undefined) await (leaseExisted ? sync.lease.release() : sync.lease.discard()).catch(() => undefined);
+      throw error;
+    }
+    sync.lease.keep();
     // Recorded: the reversed sync replaces the committed one, which has nothing left running.
     await this.#halt(committed);
+    await Promise.all([committed.lease.release(), committed.health.stop()]);
     this.#eventsBeforeReverse = this.counters().appliedEvents;
     this.#retire(committed);
     this.#recoveredFailure = undefined;
+    this.#committed = false;
+    this.#final = undefined;
+    this.#startWarnings = [];
     this.#sync = sync;
     this.#watch(sync);
+    sync.health.start();
     this.#finishReverse(sync, reverse);
   }
 
@@ -392,19 +594,50 @@ export class SyncOrchestrator implements SyncControl {
 
   #statuses(): PhaseStatus[] {
     const sync = this.#sync;
-    const live = [...(sync?.run?.sequence ?? []), sync?.application, sync?.commit, sync?.reverse].map((phase) => phase?.status() ?? {});
+    const live = [...(sync?.run?.sequence ?? []), sync?.application, sync?.commit, sync?.verification, sync?.reverse].map(
+      (phase) => phase?.status() ?? {},
+    );
     return [...this.#retired.map(({ counters }) => ({ counters })), ...live];
   }
 
   snapshot(): SyncSnapshot {
     const tuning = this.#options.settings.tuning;
-    if (this.#sync === undefined) return { info: null, eventsApplied: 0, readyToCommit: false, warnings: [], tuning };
-    const recovered: PhaseStatus = { warnings: this.#recoveredFailure === undefined ? [] : [this.#recoveredFailure] };
-    const snapshot = mergeStatuses([recovered, ...this.#statuses()]);
+    const sync = this.#sync;
+    if (sync === undefined) return { info: null, eventsApplied: 0, readyToCommit: false, warnings: [], tuning };
+    const recovered: PhaseStatus = {
+      warnings: [...this.#startWarnings, ...(this.#recoveredFailure === undefined ? [] : [this.#recoveredFailure])],
+    };
+    // A cluster that does not answer: said in warnings, and no commit meanwhile.
+    const outage = sync.health.warnings({ source: sync.source.endpoint, destination: sync.destination.endpoint });
+    const health: PhaseStatus = { warnings: outage, ...(outage.length > 0 ? { readyToCommit: false } : {}) };
+    const final: PhaseStatus = this.#final === undefined ? {} : { info: stoppedInfo(this.#final.code), readyToCommit: false };
+    const snapshot = mergeStatuses([recovered, ...this.#statuses(), health, final]);
     snapshot.tuning = tuning;
     if (this.#pings !== undefined) snapshot.pingLatencyMs = this.#pings.latest;
     snapshot.eventsApplied -= this.#eventsBeforeReverse;
     return snapshot;
+  }
+
+  async verificationReport(skip: number, limit: number): Promise<VerificationReport | null> {
+    const sync = this.#sync;
+    if (sync === undefined) return null;
+    if (sync.verification === undefined) {
+      return {
+        enabled: false,
+        outcome: 'pending',
+        progress: null,
+        partitions: { total: 0, scanned: 0 },
+        pendingRechecks: 0,
+        notVerified: 0,
+        mismatchCount: 0,
+        mismatches: [],
+        committedWithDifferences: false,
+        completedAt: null,
+      };
+    }
+    return sync.verification.report(skip, limit).catch((error: unknown) => {
+      throw asClusterError(sync.destination.endpoint, 'reading the verification report', error);
+    });
   }
 
   async close(): Promise<void> {
@@ -413,12 +646,30 @@ export class SyncOrchestrator implements SyncControl {
     this.#generation++;
     this.#pings?.stop();
     const sync = this.#sync;
+    this.#unwatchDestination();
     if (sync !== undefined) {
       const stopping = [sync.commit?.stop(), sync.reverse?.stop()];
       await this.#halt(sync);
       await Promise.all([...stopping, sync.committing, sync.reversing]);
+      // A restart takes over at once; the lease expires by itself if this never runs.
+      await sync.lease.release();
+      await sync.health.stop();
     }
     await Promise.allSettled([...this.#clusters.values()].map((cluster) => cluster.client.close()));
     this.#histograms.close();
+  }
+}
+
+/** What progress says (`info`) of a sync that stopped and cannot continue. */
+function stoppedInfo(code: string): string {
+  switch (code) {
+    case 'ChangeStreamHistoryLost':
+      return 'change event application stopped: the source change stream history was lost';
+    case 'DestinationChanged':
+      return "sync stopped: the destination was changed behind Ferry's back";
+    case 'LeaseLost':
+      return 'sync stopped: another Ferry took it over';
+    default:
+      return `sync stopped: it cannot continue (${code})`;
   }
 }

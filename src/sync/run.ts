@@ -3,8 +3,10 @@
  * failure or the end): the context its phases are built with, and the mechanics of handing
  * change-event application over to the commit (when and why is src/commit/'s).
  */
+import type { ClusterHealth } from '../cluster/health.js';
 import type { SyncSettings } from '../config/settings.js';
 import type { SyncPhase } from '../domain/states.js';
+import type { DestinationGuard } from '../guard/destination-guard.js';
 import type { Logger } from '../log/logger.js';
 import type { ResumeDocument } from '../meta/resume.js';
 import type { HistogramSet } from '../metrics/histograms.js';
@@ -16,6 +18,7 @@ import type {
   PhaseStatus,
   ReversePhase,
   SyncContext,
+  VerificationPhase,
 } from '../phase/contract.js';
 import type { SyncTarget } from './begin.js';
 
@@ -39,9 +42,23 @@ export interface ActiveSync extends SyncTarget {
   applicationStarted?: boolean;
   commit?: CommitPhase;
   committing?: Promise<void>;
+  /** The embedded verifier of this run (absent when the sync does not verify); it runs on through commit. */
+  verification?: VerificationPhase;
+  /** Whether `verification` has been started. */
+  verificationStarted?: boolean;
   /** Reverse, while the sync is REVERSING: it prepares this sync (the reversed one) before its first run. */
   reverse?: ReversePhase;
   reversing?: Promise<void>;
+  /** Whether the source and the destination answer. */
+  health: ClusterHealth;
+  /** Notices changes to the destination Ferry did not make; set once the sync's resume document is known. */
+  guard?: DestinationGuard;
+}
+
+/** The earlier of two times, either possibly absent. */
+function earliest(a: Date | undefined, b: Date | undefined): Date | undefined {
+  if (a === undefined) return b;
+  return b === undefined || a <= b ? a : b;
 }
 
 /** The context the phases of a run of `sync` from `doc` are built with. */
@@ -59,11 +76,17 @@ export function syncContext(
     ...shared,
     syncPhase: () => sync.phase,
     enterSyncPhase: async (phase) => {
+      // Each part of the initial copy builds on the destination as the last one left it.
+      await sync.guard?.check();
       await sync.resume.enterPhase(phase);
       sync.phase = phase;
       shared.logger.info({ phase }, `Initial copy: ${phase}`);
-      for (const each of [...(sync.run?.sequence ?? []), sync.application, sync.commit]) each?.onSyncPhase?.(phase);
+      for (const each of [...(sync.run?.sequence ?? []), sync.application, sync.commit, sync.verification]) each?.onSyncPhase?.(phase);
     },
+    clusterOutageSince: () =>
+      earliest(sync.health.of(sync.source.endpoint)?.unreachableSince, sync.health.of(sync.destination.endpoint)?.unreachableSince),
+    checkDestination: async () => sync.guard?.check(),
+    changingCatalog: (names, change) => (sync.guard === undefined ? change() : sync.guard.changing(names, change)),
   };
 }
 

@@ -1,5 +1,6 @@
 import type { StartRequest } from '../../src/domain/start-request.js';
 import type { SyncEvent, SyncSnapshot, RecoveredState, SyncControl } from '../../src/domain/sync-control.js';
+import type { VerificationReport } from '../../src/domain/verification.js';
 /**
  * A SyncControl test double: records calls, fails or blocks on demand, and lets a test play the
  * engine's background events and figures.
@@ -64,6 +65,14 @@ export class FakeEngine implements SyncControl {
 
   snapshot(): SyncSnapshot {
     return this.figures;
+  }
+
+  /** What verificationReport() returns; the arguments it was last called with. */
+  report: VerificationReport | null = null;
+  reportAskedFor: { skip: number; limit: number } | undefined;
+  async verificationReport(skip: number, limit: number): Promise<VerificationReport | null> {
+    this.reportAskedFor = { skip, limit };
+    return this.report;
   }
 }
 

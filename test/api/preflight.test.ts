@@ -18,7 +18,7 @@ import type { FerryError } from '../../src/errors/errors.js';
 import { topologyOf, type Topology } from '../../src/cluster/commands.js';
 import { checkTopologies, runPreflight } from '../../src/plan/preflight.js';
 
-async function refusal(run: () => Promise<void> | void): Promise<FerryError> {
+async function refusal(run: () => Promise<unknown> | void): Promise<FerryError> {
   try {
     await run();
   } catch (error) {
@@ -49,6 +49,9 @@ describe('preflight against real clusters', () => {
     destination = await MongoClient.connect(pair.cluster1);
   });
   after(async () => {
+    const source = await MongoClient.connect(pair.cluster0);
+    await source.db(db).dropDatabase();
+    await source.close();
     await destination.db(db).dropDatabase();
     await destination.db(METADATA_DATABASE).dropDatabase();
     await destination.close();
@@ -56,7 +59,7 @@ describe('preflight against real clusters', () => {
   });
 
   it('passes for two replica sets with nothing selected on the destination', async () => {
-    await runPreflight(REQUEST, { clusters });
+    await runPreflight(REQUEST, { clusters, id: 'preflight' });
   });
 
   it("mongosync's rule: any namespace on the destination (empty collection, view, outside the filters) → DestinationNotEmpty", async () => {
@@ -112,7 +115,7 @@ describe('preflight against real clusters', () => {
   it('the check runs on the destination, whichever cluster that is', async () => {
     await destination.db(db).collection<{ _id: number }>('orders').insertOne({ _id: 2 });
     // cluster1 is now the source: its documents are what will be copied, not an obstacle.
-    await runPreflight({ ...REQUEST, source: 'cluster1', destination: 'cluster0' }, { clusters });
+    await runPreflight({ ...REQUEST, source: 'cluster1', destination: 'cluster0' }, { clusters, id: 'preflight' });
     await destination.db(db).collection('orders').drop();
   });
 
@@ -131,15 +134,46 @@ describe('preflight against real clusters', () => {
 
   it('sharding between two replica sets → ShardingNotAllowed', async () => {
     const error = await refusal(() =>
-      runPreflight({ ...REQUEST, sharding: { createSupportingIndexes: false, shardingEntries: [] } }, { clusters }),
+      runPreflight({ ...REQUEST, sharding: { createSupportingIndexes: false, shardingEntries: [] } }, { clusters, id: 'preflight' }),
     );
     assert.equal(error.code, 'ShardingNotAllowed');
     assert.match(error.message, /replicaSet → replicaSet/);
   });
 
+  it('includeNamespaces that select nothing on the source start with a warning saying so, not a silent sync of nothing', async () => {
+    const source = await MongoClient.connect(pair.cluster0);
+    await source
+      .db(db)
+      .createCollection('orders')
+      .catch(() => undefined);
+    await source.close();
+    for (const includeNamespaces of [
+      [{ database: `${db}_absent` }],
+      [{ database: db.toUpperCase() }],
+      [{ database: db, collections: ['no_such_collection'] }],
+    ]) {
+      const { warnings } = await runPreflight({ ...REQUEST, includeNamespaces }, { clusters, id: 'preflight' });
+      assert.equal(warnings.length, 1, JSON.stringify(includeNamespaces));
+      assert.match(warnings[0]!, /^includeNamespaces selected no collection or view on the source cluster0 .* nothing was there to copy/);
+      assert.match(warnings[0]!, /created later that match are synced/);
+    }
+    const excluded = await runPreflight(
+      { ...REQUEST, includeNamespaces: [{ database: db, collections: ['orders'] }], excludeNamespaces: [{ database: db }] },
+      { clusters, id: 'preflight' },
+    );
+    assert.match(excluded.warnings[0]!, /after excludeNamespaces/);
+    // What exists is selected, and a whole-cluster sync of anything: nothing to say.
+    const selected = await runPreflight(
+      { ...REQUEST, includeNamespaces: [{ database: db, collections: ['orders'] }] },
+      { clusters, id: 'preflight' },
+    );
+    assert.deepEqual(selected.warnings, []);
+    assert.deepEqual((await runPreflight(REQUEST, { clusters, id: 'preflight' })).warnings, []);
+  });
+
   it('an unreachable cluster → ClusterUnreachable (after the cluster timeout, 10 s) naming it without its password', async () => {
     const dead = parseClusterUri('cluster1', `mongodb://ferry:s3cret@127.0.0.1:${await closedPort()}/?replicaSet=rs0`);
-    const error = await refusal(() => runPreflight(REQUEST, { clusters: { ...clusters, cluster1: dead } }));
+    const error = await refusal(() => runPreflight(REQUEST, { clusters: { ...clusters, cluster1: dead }, id: 'preflight' }));
     assert.equal(error.code, 'ClusterUnreachable');
     assert.equal(error.status, 502);
     assert.match(error.message, new RegExp(`^cluster1 \\(${dead.address}\\) could not be reached for hello`));

@@ -20,6 +20,7 @@ const FIELDS = [
   'directionMapping',
   'mongosyncID',
   'coordinatorID',
+  'verification',
   'warnings',
   'estimatedSecondsToCEACatchup',
   'estimatedOplogTimeRemaining',

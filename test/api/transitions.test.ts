@@ -10,7 +10,7 @@ import { buildTestApp, VALID_START, type TestApp } from './app.js';
 import { FakeEngine, gate } from './fake-engine.js';
 import { assertProgressRules } from './progress-rules.js';
 import { COMMANDS, STATES, type Command, type State } from '../../src/domain/states.js';
-import { ClusterUnreachable, DestinationNotEmpty, FerryError, NotImplemented } from '../../src/errors/errors.js';
+import { ChangeStreamHistoryLost, ClusterUnreachable, DestinationNotEmpty, FerryError, NotImplemented } from '../../src/errors/errors.js';
 
 const REVERSIBLE_START = { ...VALID_START, reversible: true, enableUserWriteBlocking: true };
 const BODIES: Record<Command, object> = { start: VALID_START, pause: {}, resume: {}, commit: {}, reverse: {} };
@@ -149,6 +149,24 @@ describe('legal transitions', () => {
     const paused = await t.progress();
     assert.equal(paused.state, 'PAUSED');
     assert.match(paused.warnings![0]!, /paused: CannotIndexParallelArrays: Index build failed: cannot index parallel arrays/);
+  });
+
+  it('a failure the sync cannot continue from ends COMMITTING too: PAUSED, and the warning offers no resume', async () => {
+    const t = await reach('COMMITTING');
+    t.engine.emit({ type: 'failed', error: new ChangeStreamHistoryLost({ reason: 'oplog rolled over' }) });
+    await settle();
+    const paused = await t.progress();
+    assert.equal(paused.state, 'PAUSED');
+    assert.match(paused.warnings![0]!, /cannot continue, so resume and commit are refused \(ChangeStreamHistoryLost\)/);
+    assert.doesNotMatch(paused.warnings![0]!, /POST \/api\/v1\/resume/);
+    assertProgressRules(paused);
+  });
+
+  it('a failure it can get past while COMMITTING leaves the commit to retry (still COMMITTING)', async () => {
+    const t = await reach('COMMITTING');
+    t.engine.emit({ type: 'failed', error: new Error('a passing condition') });
+    await settle();
+    assert.equal((await t.progress()).state, 'COMMITTING');
   });
 
   it('recovery at startup puts the machine in the recovered state with its direction', async () => {

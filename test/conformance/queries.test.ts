@@ -2,10 +2,11 @@
  * Reads as mongod serves them: filters with type bracketing, projections (inclusion, exclusion,
  * $slice, $elemMatch, positional), sorts over arrays and missing fields, hints with secondary
  * index order and min/max bounds, cursor batching rules, count and distinct, and finds on views.
+ * Timestamps compare as mongod's do: unsigned (seconds, then increment).
  */
 import { before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Double, Int32, Long, type Document } from 'mongodb';
+import { Double, Int32, Long, Timestamp, type Document } from 'mongodb';
 import { conformance } from './harness.js';
 
 conformance('queries', (target) => {
@@ -238,5 +239,34 @@ conformance('queries', (target) => {
       .toArray();
     assert.deepEqual(docs, [{ _id: 1, name: 'ann' }]);
     assert.equal((await db.command({ count: 'adults' })).n, 2);
+  });
+  test('Timestamps compare as unsigned (seconds, increment) pairs, up to the largest', async () => {
+    const times = target().db.collection('times');
+    const at = (t: number, i: number) => new Timestamp({ t, i });
+    const largest = at(0xffffffff, 0xffffffff);
+    // Seconds 5 and 40 (decimal strings order them the other way), past 2^31 (signed, negative), and the largest.
+    await times.insertMany([
+      { _id: 1, ts: at(5, 1) },
+      { _id: 2, ts: at(40, 0) },
+      { _id: 3, ts: at(0x80000001, 7) },
+      { _id: 4, ts: largest },
+      { _id: 5, ts: [at(1, 1), at(0x90000000, 0)] },
+      { _id: 6, ts: 5 },
+    ] as never[]);
+    const match = async (filter: Document) => ids(await times.find(filter).sort({ _id: 1 }).toArray());
+    assert.deepEqual(await match({ ts: { $lte: largest } }), [1, 2, 3, 4, 5]);
+    assert.deepEqual(await match({ ts: { $lt: largest } }), [1, 2, 3, 5]);
+    assert.deepEqual(await match({ ts: { $gt: at(6, 0) } }), [2, 3, 4, 5]);
+    assert.deepEqual(await match({ ts: { $gte: at(0x80000001, 7) } }), [3, 4, 5]);
+    assert.deepEqual(await match({ ts: { $lt: at(40, 0) } }), [1, 5]);
+    assert.deepEqual(await match({ ts: { $gt: at(40, 0), $lt: at(0x80000001, 8) } }), [3, 5]);
+    assert.deepEqual(await match({ ts: { $eq: at(40, 0) } }), [2]);
+    const sorted = await times
+      .find({ _id: { $lt: 5 } } as Document)
+      .sort({ ts: -1 })
+      .toArray();
+    assert.deepEqual(ids(sorted), [4, 3, 2, 1]);
+    const matched = await times.aggregate([{ $match: { ts: { $lte: largest } } }, { $count: 'n' }]).toArray();
+    assert.deepEqual(matched, [{ n: 5 }]);
   });
 });

@@ -12,7 +12,7 @@ import assert from 'node:assert/strict';
 import type { Document } from 'bson';
 import { RUN, useClusterPair } from './copy-fixtures.js';
 import { EXCLUDED, playOperations, sampleOperations, seed } from './cea-workload.js';
-import { copyFinished, startFerry, type FerryProcess, type Progress } from './ferry-process.js';
+import { commitWhenReady, copyFinished, startFerry, type FerryProcess, type Progress } from './ferry-process.js';
 
 const clusters = useClusterPair();
 /** Slow, fine-grained copy, so that the workload overlaps it. */
@@ -31,7 +31,7 @@ async function assertEqualToSource(db: string): Promise<void> {
 async function commitAndWait(ferry: FerryProcess): Promise<Progress> {
   const ready = await ferry.waitForProgress((p) => p.canCommit === true, 120_000);
   assert.ok(ready.lagTimeSeconds <= 30, JSON.stringify(ready));
-  const committed = await ferry.post('commit', {});
+  const committed = await commitWhenReady(ferry);
   assert.equal(committed.status, 200, JSON.stringify(committed.body));
   assert.match((await ferry.progress()).state, /^COMMITT(ING|ED)$/);
   return ferry.waitForProgress((p) => p.state === 'COMMITTED', 120_000);

@@ -176,7 +176,8 @@ async function dropRunDatabases(client: MongoClient): Promise<void> {
 }
 
 /** Drops what this run wrote on a cluster: its databases and its instances' metadata. */
-async function cleanUpRun(client: MongoClient, metadataDatabase: string): Promise<void> {
+/** Drops what this run left on a cluster: its databases and its instances' metadata (for real deployments). */
+export async function cleanUpRun(client: MongoClient, metadataDatabase: string): Promise<void> {
   await dropRunDatabases(client);
   const ours = { instance: { $regex: `-${RUN}$` } };
   const meta = client.db(metadataDatabase);
@@ -188,6 +189,11 @@ async function cleanUpRun(client: MongoClient, metadataDatabase: string): Promis
     meta.collection('resume').deleteMany(ourIds),
     meta.collection('changeStream').deleteMany(ourIds),
     meta.collection('commit').deleteMany(ourIds),
+    meta.collection('verification').deleteMany(ourIds),
+    meta.collection('verificationPartitions').deleteMany(ours),
+    meta.collection('verificationRechecks').deleteMany(ours),
+    meta.collection('verificationCatalogRechecks').deleteMany(ours),
+    meta.collection('verificationMismatches').deleteMany(ours),
   ]);
 }
 

@@ -44,6 +44,8 @@ describe('npm run demo', () => {
     assert.ok(summary.lagSeconds.samples > 0 && summary.lagSeconds.p50 <= summary.lagSeconds.p99, JSON.stringify(summary.lagSeconds));
     // 8 collections and 1 view, each compared equal.
     assert.equal(summary.verified.namespaces, summary.source.collections + summary.source.views);
+    assert.equal(summary.embeddedVerification.outcome, 'clean', 'Ferry’s own verifier agrees');
+    assert.ok(summary.embeddedVerification.documents.source >= summary.source.documents, JSON.stringify(summary.embeddedVerification));
     assert.match(run.stdout, /destination equals source/);
     assert.doesNotMatch(run.stdout, /DIFFERENT/);
     assert.deepEqual(startedPids(run.stdout).sort(), Object.values(summary.pids).sort());

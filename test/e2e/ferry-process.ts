@@ -24,6 +24,10 @@ export interface FerryProcess {
   log(): Record<string, any>[];
   post(path: string, body?: unknown): Promise<{ status: number; body: Record<string, any> }>;
   progress(): Promise<Progress>;
+  /** `GET /api/v1/verification` (with `query`, e.g. `limit=5`): the verifier's report, or null. */
+  verification(query?: string): Promise<Record<string, any> | null>;
+  /** Polls the verifier's report until `done` holds; fails after `timeoutMs` with the last report seen. */
+  waitForVerification(done: (report: Record<string, any>) => boolean, timeoutMs?: number): Promise<Record<string, any>>;
   /** Polls progress until `done` holds; fails after `timeoutMs` with the last progress seen. */
   waitForProgress(done: (progress: Progress) => boolean, timeoutMs?: number): Promise<Progress>;
   /** Sends a signal and waits for the exit code. */
@@ -68,6 +72,7 @@ export async function startFerry(
     return lines[0]?.pid === child.pid ? lines : [];
   };
   let port: number | undefined;
+  let host = '127.0.0.1';
   const startupDeadline = Date.now() + 30_000;
   while (port === undefined) {
     if (exited) throw new Error(`ferry exited during startup: ${stderr}`);
@@ -75,10 +80,12 @@ export async function startFerry(
       child.kill('SIGKILL');
       throw new Error(`ferry did not start listening within 30 s: ${stderr}`);
     }
-    port = ownLog().find((line) => String(line.message).startsWith('Control API listening'))?.port as number | undefined;
+    const listening = ownLog().find((line) => String(line.message).startsWith('Control API listening'));
+    port = listening?.port as number | undefined;
+    if (typeof listening?.host === 'string') host = listening.host.includes(':') ? `[${listening.host}]` : listening.host;
     await pause(20);
   }
-  const base = `http://127.0.0.1:${port}`;
+  const base = `http://${host}:${port}`;
   const progress = async (): Promise<Progress> => {
     const response = await fetch(`${base}/api/v1/progress`);
     return ((await response.json()) as { progress: Progress }).progress;
@@ -101,6 +108,23 @@ export async function startFerry(
       await pause(50);
     }
   };
+  const verification = async (query?: string): Promise<Record<string, any> | null> => {
+    const response = await fetch(`${base}/api/v1/verification${query === undefined ? '' : `?${query}`}`);
+    const body = (await response.json()) as { success: boolean; verification?: Record<string, any> | null };
+    if (!body.success) throw new Error(`verification report refused: ${JSON.stringify(body)}`);
+    return body.verification ?? null;
+  };
+  const waitForVerification = async (done: (report: Record<string, any>) => boolean, timeoutMs = 60_000): Promise<Record<string, any>> => {
+    const deadline = Date.now() + timeoutMs;
+    let last: Record<string, any> | null = null;
+    for (;;) {
+      if (exited) throw new Error(`ferry exited while waiting: ${stderr}`);
+      last = await verification();
+      if (last !== null && done(last)) return last;
+      if (Date.now() > deadline) throw new Error(`timed out waiting for the verification report; last: ${JSON.stringify(last)}`);
+      await pause(100);
+    }
+  };
   await waitForProgress((p) => p.state !== 'INITIALIZING', 30_000).catch((error: unknown) => {
     child.kill('SIGKILL'); // a caller that gets no handle cannot stop it
     throw error;
@@ -117,6 +141,8 @@ export async function startFerry(
     },
     progress,
     waitForProgress,
+    verification,
+    waitForVerification,
     stop: async (signal = 'SIGTERM') => {
       if (child.exitCode === null && child.signalCode === null) child.kill(signal);
       return exit;
@@ -127,6 +153,19 @@ export async function startFerry(
 /** The copy has finished (the initial copy's last phase reached). */
 export const copyFinished = (progress: Progress): boolean =>
   (typeof progress.info === 'string' && progress.info.startsWith('copy complete')) || progress.info === 'change event application';
+
+/**
+ * Asks for the commit once progress says `canCommit`, and again on NotReadyToCommit, as an operator
+ * would: canCommit follows the embedded verifier, which a DDL event's rescan takes back until the
+ * namespace is scanned again. Returns the last answer (at most `tries` asked).
+ */
+export async function commitWhenReady(ferry: FerryProcess, tries = 6): Promise<{ status: number; body: Record<string, any> }> {
+  for (let tried = 1; ; tried++) {
+    await ferry.waitForProgress((p) => p.canCommit === true, 120_000);
+    const committed = await ferry.post('commit', {});
+    if (committed.status !== 409 || committed.body.error !== 'NotReadyToCommit' || tried >= tries) return committed;
+  }
+}
 
 /**
  * Drops every database on the cluster at `uri` but admin, local, config and Ferry's metadata, so

@@ -18,7 +18,7 @@ import type { Document } from 'bson';
 import type { MongoClient } from 'mongodb';
 import { RUN } from './copy-fixtures.js';
 import { playOperations, sampleOperations } from './cea-workload.js';
-import type { FerryProcess } from './ferry-process.js';
+import { commitWhenReady, type FerryProcess } from './ferry-process.js';
 import {
   assertTemporaryForms,
   blockMode,
@@ -118,7 +118,7 @@ describe('reverse survives SIGKILL', { skip: local ? false : 'needs test cluster
   it('killed in the reversed sync COMMITTING, finishes the commit when started again', async () => {
     await refuseCollMod(pair.root[0], true);
     try {
-      assert.equal((await ferry.post('commit', {})).status, 200);
+      assert.equal((await commitWhenReady(ferry)).status, 200);
       const stuck = await ferry.waitForProgress((p) => p.warnings?.some((w: string) => w.includes('OperationFailed')), 60_000);
       assert.equal(stuck.state, 'COMMITTING');
       assert.equal(await ferry.stop('SIGKILL'), null);

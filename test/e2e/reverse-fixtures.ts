@@ -178,7 +178,8 @@ export function differences(pair: ReversePair): Promise<ClusterDifference[]> {
 /**
  * Everything a cluster holds, Ferry's metadata included, and whether it blocks user writes: each
  * collection's options, indexes and documents, as canonical text. Two equal snapshots mean
- * nothing was written in between. `skip` leaves namespaces out (a running sync's checkpoints).
+ * nothing was written in between (a lease renewed meanwhile aside). `skip` leaves namespaces out (a
+ * running sync's checkpoints).
  */
 export async function snapshot(client: MongoClient, skip: readonly string[] = []): Promise<string> {
   const { databases } = await client.db('admin').command({ listDatabases: 1, nameOnly: true });
@@ -195,6 +196,10 @@ export async function snapshot(client: MongoClient, skip: readonly string[] = []
       const collection = client.db(db).collection(info.name);
       parts[ns].indexes = await collection.listIndexes().toArray();
       parts[ns].documents = await collection.find({}, { sort: { _id: 1 } }).toArray();
+      // A lease's renewal is its live holder's heartbeat, not a write: who holds it, and its epoch, still count.
+      if (ns === `${METADATA_DATABASE}.leases`) {
+        parts[ns].documents = (parts[ns].documents as Document[]).map(({ renewedAt: _r, expiresAt: _e, ...lease }) => lease);
+      }
     }
   }
   return EJSON.stringify(parts, { relaxed: false });

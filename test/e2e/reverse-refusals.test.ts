@@ -37,8 +37,21 @@ import {
 
 const DB = `reverse_refused_${RUN}`;
 const RETRY = { FERRY_COMMIT_RETRY_INTERVAL_MS: '200' };
-/** A running sync moves its change-stream checkpoint by itself: left out of snapshots taken while it runs. */
-const CHECKPOINTS = [`${METADATA_DATABASE}.changeStream`];
+/**
+ * A running sync moves its change-stream checkpoints (application's, the verifier's) by itself:
+ * left out of snapshots taken while it runs.
+ */
+const CHECKPOINTS = [`${METADATA_DATABASE}.changeStream`, `${METADATA_DATABASE}.verification`];
+
+/**
+ * Waits for COMMITTED and the embedded verifier's final pass after it: until then the verifier
+ * writes its own metadata on the destination (its outcome, changes it cannot verify), which a
+ * snapshot would take for the refused call's doing.
+ */
+async function committedAndVerified(ferry: FerryProcess): Promise<void> {
+  await ferry.waitForProgress((p) => p.state === 'COMMITTED', 60_000);
+  await ferry.waitForVerification((r) => r.outcome !== 'pending', 60_000);
+}
 
 /** Makes `client`'s cluster refuse every `collMod` (on), or stop refusing (off). */
 async function refuseCollMod(client: MongoClient, on: boolean): Promise<void> {
@@ -131,11 +144,12 @@ describe('reverse refusals', { skip: local ? false : 'needs test clusters of its
       try {
         assert.equal((await ferry.post('commit', {})).status, 200);
         await ferry.waitForProgress((p) => p.warnings?.some((w: string) => w.includes('OperationFailed')), 60_000);
-        await assertRefused(pair, ferry, { command: 'reverse' }, refusedState('COMMITTING'));
+        // The verifier follows the destination through COMMITTING (its stream positions move).
+        await assertRefused(pair, ferry, { command: 'reverse' }, refusedState('COMMITTING', CHECKPOINTS));
       } finally {
         await refuseCollMod(pair.root[1], false);
       }
-      await ferry.waitForProgress((p) => p.state === 'COMMITTED', 60_000);
+      await committedAndVerified(ferry);
 
       // The way back gone from both clusters: nothing to reverse from.
       const wayBack = await Promise.all(pair.root.map((client) => metadata(client, 'wayBack')));
@@ -161,7 +175,8 @@ describe('reverse refusals', { skip: local ? false : 'needs test clusters of its
       } finally {
         await refuseCollMod(pair.root[0], false);
       }
-      await ferry.waitForProgress((p) => p.state === 'RUNNING', 60_000);
+      // Settled, as the first RUNNING above: the reversed sync's copy check and verifier planning done.
+      await ferry.waitForProgress((p) => p.state === 'RUNNING' && p.canCommit === true, 60_000);
       await assertRefused(pair, ferry, { command: 'reverse' }, refusedState('RUNNING', CHECKPOINTS));
     } finally {
       assert.equal(await ferry.stop(), 0);
@@ -190,7 +205,7 @@ describe('reverse refusals', { skip: local ? false : 'needs test clusters of its
       assert.equal(started.status, 200, JSON.stringify(started.body));
       await ferry.waitForProgress((p) => p.canCommit === true, 60_000);
       assert.equal((await ferry.post('commit', {})).status, 200);
-      await ferry.waitForProgress((p) => p.state === 'COMMITTED', 60_000);
+      await committedAndVerified(ferry);
       const refused = await assertRefused(pair, ferry, { command: 'reverse' }, { status: 409, error: 'NotReversible', state: 'COMMITTED' });
       assert.match(refused.errorDescription, /reversible: true/);
     } finally {
@@ -217,7 +232,7 @@ describe('reverse once the way back is out of the oplog', { skip: local ? false 
       assert.equal((await ferry.post('start', REVERSIBLE)).status, 200);
       await ferry.waitForProgress((p) => p.canCommit === true, 60_000);
       assert.equal((await ferry.post('commit', {})).status, 200);
-      await ferry.waitForProgress((p) => p.state === 'COMMITTED', 60_000);
+      await committedAndVerified(ferry);
       // About 3 MiB of writes on the new cluster roll its 1 MiB oplog past where it became writable.
       for (let i = 0; i < 30; i++) {
         await pair.app[1]

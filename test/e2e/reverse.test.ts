@@ -6,14 +6,15 @@
  * more, and both are equal again. At each step the side the state machine says is blocked refuses
  * the application's writes (UserWritesBlocked) and the other takes them; while the reversed sync
  * runs its destination holds every characteristic in temporary form; the way back is recorded on
- * both clusters at each commit.
+ * both clusters at each commit; after each commit the embedded verifier of that direction finds its
+ * destination clean.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Document, Timestamp } from 'bson';
 import { RUN } from './copy-fixtures.js';
 import { playOperations, sampleOperations } from './cea-workload.js';
-import type { FerryProcess, Progress } from './ferry-process.js';
+import { commitWhenReady, type FerryProcess, type Progress } from './ferry-process.js';
 import {
   assertBlocked,
   assertTemporaryForms,
@@ -47,11 +48,20 @@ async function namedWrites(pair: ReversePair, side: 0 | 1, tag: string): Promise
   await db.collection('events').insertOne({ _id: new Date(), tag } as Document);
 }
 
-async function commitAndWait(ferry: FerryProcess): Promise<Progress> {
-  await ferry.waitForProgress((p) => p.canCommit === true, 120_000);
-  const committed = await ferry.post('commit', {});
+/**
+ * Commits, waits for COMMITTED, then for the embedded verifier's final pass: it must find the
+ * destination of this direction clean (its record lives in that direction's metadata, on `destination`).
+ */
+async function commitAndWait(ferry: FerryProcess, pair: ReversePair, destination: 0 | 1): Promise<Progress> {
+  const committed = await commitWhenReady(ferry);
   assert.equal(committed.status, 200, JSON.stringify(committed.body));
-  return ferry.waitForProgress((p) => p.state === 'COMMITTED', 120_000);
+  const done = await ferry.waitForProgress((p) => p.state === 'COMMITTED', 120_000);
+  const report = await ferry.waitForVerification((r) => r.outcome !== 'pending', 120_000);
+  assert.equal(report.outcome, 'clean', JSON.stringify(report.mismatches));
+  assert.ok(report.progress.source.hashedDocumentCount > 0, JSON.stringify(report.progress));
+  const record = (await metadata(pair.root[destination], 'verification')).find((d) => d._id === ID);
+  assert.equal(record?.outcome, 'clean', `the verification of this direction is recorded on cluster${destination}`);
+  return done;
 }
 
 /** The way back of the sync reversed `reversals` times, as both clusters recorded it at its commit. */
@@ -89,7 +99,7 @@ describe('reverse: a cut-over that can be undone', { skip: local ? false : 'need
       assert.equal(started.status, 200, JSON.stringify(started.body));
       await assertBlocked(pair, DB, [false, true], 'during the forward sync');
       await playOperations(pair.app[0], DB, sampleOperations(1, 60, 2));
-      await commitAndWait(ferry);
+      await commitAndWait(ferry, pair, 1);
       await assertBlocked(pair, DB, [true, false], 'once the forward sync is committed');
       await assertWayBack(pair, 0, 'cluster0');
       assert.deepEqual(await differences(pair), [], 'cluster1 equals cluster0 after the forward commit');
@@ -118,7 +128,7 @@ describe('reverse: a cut-over that can be undone', { skip: local ? false : 'need
       const ready = await ferry.waitForProgress((p) => p.canCommit === true && p.totalEventsApplied > 0, 120_000);
       assert.ok(ready.lagTimeSeconds <= 30);
       assert.equal(ready.info, 'change event application');
-      await commitAndWait(ferry);
+      await commitAndWait(ferry, pair, 0);
       await assertBlocked(pair, DB, [false, true], 'once the reversed sync is committed');
       await assertWayBack(pair, 1, 'cluster1');
       assert.deepEqual(await differences(pair), [], 'cluster0 equals cluster1 in documents, options and indexes');
@@ -132,7 +142,7 @@ describe('reverse: a cut-over that can be undone', { skip: local ? false : 'need
       await assertTemporaryForms(pair.root[1], DB);
       await playOperations(pair.app[0], DB, sampleOperations(4, 60, 2));
       await namedWrites(pair, 0, 'reversed-twice');
-      await commitAndWait(ferry);
+      await commitAndWait(ferry, pair, 1);
       await assertBlocked(pair, DB, [true, false], 'once the twice-reversed sync is committed');
       await assertWayBack(pair, 2, 'cluster0');
       assert.deepEqual(await differences(pair), [], 'cluster1 equals cluster0 again');

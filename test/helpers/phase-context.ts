@@ -9,6 +9,7 @@ import type { SyncSettings } from '../../src/config/settings.js';
 import type { StartRequest } from '../../src/domain/start-request.js';
 import type { Logger } from '../../src/log/logger.js';
 import type { ResumeDocument } from '../../src/meta/resume.js';
+import { fixedFence } from '../../src/meta/fence.js';
 import { MetadataStore } from '../../src/meta/store.js';
 import { HistogramSet } from '../../src/metrics/histograms.js';
 import type { CommitContext } from '../../src/phase/contract.js';
@@ -31,13 +32,16 @@ export function commitContext(
     source: fakeCluster('cluster0', source),
     destination: fakeCluster('cluster1', destination),
     request: full,
-    store: new MetadataStore(destination, 'test'),
+    store: new MetadataStore(destination, 'test', fixedFence(1)),
     resume: { phase: 'copied' } as ResumeDocument,
     settings: { commit: { retryIntervalMs: 10 } } as SyncSettings,
     histograms: new HistogramSet({ webAssembly: false }),
     logger: silentLogger,
     syncPhase: () => 'copied',
     enterSyncPhase: async () => {},
+    clusterOutageSince: () => undefined,
+    checkDestination: async () => {},
+    changingCatalog: (_names, change) => change(),
     changeApplication: {
       take: async () => {
         throw new Error('no change-event application in this test');

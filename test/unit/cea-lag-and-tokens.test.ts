@@ -2,7 +2,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Timestamp } from 'bson';
 import { LagTracker } from '../../src/cea/lag.js';
-import { tokenTime } from '../../src/cea/resume-token.js';
+import { tokenTime } from '../../src/cluster/resume-token.js';
 import { describeTime, laterTime } from '../../src/domain/time.js';
 
 const at = (t: number, i = 1) => new Timestamp({ t, i });
@@ -44,6 +44,27 @@ describe('lag', () => {
     assert.equal(lag.lag()!.overallSeconds, 2);
     lag.applied(at(120));
     assert.equal(lag.lag()!.overallSeconds, 2, 'the applied time never goes back');
+  });
+
+  it('grows with the clock once the source goes unheard for longer than a read waits, caught up or not', () => {
+    const lag = new LagTracker({ staleAfterSeconds: 3 });
+    lag.applied(at(1000));
+    lag.observeSource(at(1000), 1000);
+    lag.caughtUp = true;
+    assert.equal(lag.lag(1002)!.overallSeconds, 0, 'a read may wait this long: still caught up');
+    assert.equal(lag.lag(1010)!.overallSeconds, 7, 'unheard for 10 s, 3 of them a normal wait');
+    assert.equal(lag.lag(1020)!.overallSeconds, 17);
+    lag.observeSource(at(1020), 1020);
+    assert.equal(lag.lag(1020)!.overallSeconds, 0, 'heard again and caught up');
+  });
+
+  it('is at least the time since a cluster stopped answering, even when nothing was left to apply', () => {
+    const lag = new LagTracker({ staleAfterSeconds: 3 });
+    lag.applied(at(1000));
+    lag.observeSource(at(1000), 1000);
+    lag.caughtUp = true;
+    assert.deepEqual(lag.lag(1001, 995), { overallSeconds: 6, crudSeconds: 6, ddlSeconds: 0 });
+    assert.equal(lag.lag(1001, undefined)!.overallSeconds, 0);
   });
 
   it('is 0 when caught up, and counts a waiting DDL separately', () => {

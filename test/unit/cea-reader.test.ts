@@ -2,7 +2,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Long, serialize, Timestamp, type Document } from 'bson';
 import { MongoNetworkError, MongoServerError, type MongoClient } from 'mongodb';
-import { ChangeStreamReader } from '../../src/cea/change-stream-reader.js';
+import { ChangeStreamReader } from '../../src/cluster/change-stream.js';
 import { pino } from 'pino';
 import type { Logger } from '../../src/log/logger.js';
 import { ChangeStreamHistoryLost } from '../../src/errors/errors.js';
@@ -56,7 +56,8 @@ describe('change stream reader', () => {
         ),
     ]);
     const reader = new ChangeStreamReader({
-      source: client,
+      client,
+      updateLookup: true,
       start: { startAtOperationTime: new Timestamp({ t: 99, i: 1 }) },
       batchSize: 10,
       maxAwaitMs: 5,
@@ -76,6 +77,15 @@ describe('change stream reader', () => {
     assert.equal(sent[1]!.maxTimeMS, 5);
   });
 
+  it('without updateLookup or a start, opens at the present and asks for no document lookups (the verifier’s streams)', async () => {
+    const { client, sent } = fakeSource([() => reply([], token(100), true), () => reply([], token(101), true)]);
+    const reader = new ChangeStreamReader({ client, batchSize: 10, maxAwaitMs: 5, logger });
+    assert.equal((await reader.next()).resumeTime!.getHighBits(), 100);
+    assert.deepEqual(Object.keys(sent[0]!.pipeline[0].$changeStream).sort(), ['allChangesForCluster', 'showExpandedEvents']);
+    await reader.next();
+    assert.equal(sent[1]!.getMore.toString(), '7', 'continued with getMore');
+  });
+
   it('reopens after the last batch handed out when the connection fails, so nothing is read twice or skipped', async () => {
     const { client, sent } = fakeSource([
       () => reply([{ _id: token(100), operationType: 'insert' }], token(100), true),
@@ -84,7 +94,7 @@ describe('change stream reader', () => {
       },
       () => reply([{ _id: token(101), operationType: 'insert' }], token(101), true),
     ]);
-    const reader = new ChangeStreamReader({ source: client, start: { startAfter: token(90) }, batchSize: 10, maxAwaitMs: 5, logger });
+    const reader = new ChangeStreamReader({ client, start: { startAfter: token(90) }, batchSize: 10, maxAwaitMs: 5, logger });
     await reader.next();
     const after = await reader.next();
     assert.equal(after.events.length, 1);
@@ -103,7 +113,7 @@ describe('change stream reader', () => {
         throw lost;
       },
     ]);
-    const reader = new ChangeStreamReader({ source: client, start: { startAfter: token(90) }, batchSize: 10, maxAwaitMs: 5, logger });
+    const reader = new ChangeStreamReader({ client, start: { startAfter: token(90) }, batchSize: 10, maxAwaitMs: 5, logger });
     await assert.rejects(
       reader.next(),
       (error: unknown) => error instanceof ChangeStreamHistoryLost && /oplog/.test((error as Error).message),
@@ -116,7 +126,7 @@ describe('change stream reader', () => {
         throw new MongoServerError({ ok: 0, code: 13, codeName: 'Unauthorized', errmsg: 'not authorized' });
       },
     ]);
-    const reader = new ChangeStreamReader({ source: client, start: { startAfter: token(90) }, batchSize: 10, maxAwaitMs: 5, logger });
+    const reader = new ChangeStreamReader({ client, start: { startAfter: token(90) }, batchSize: 10, maxAwaitMs: 5, logger });
     await assert.rejects(reader.next(), /not authorized/);
   });
 });

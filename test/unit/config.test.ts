@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { loadProfile, OPTIONS } from '../../src/config/options.js';
+import { syncSettings } from '../../src/config/settings.js';
 import { resolveOptions } from '../../src/config/resolve.js';
 import { InvalidConfiguration } from '../../src/errors/errors.js';
 
@@ -49,6 +50,7 @@ describe('defaults and derived figures', () => {
         batchesInFlight: options.batchesInFlight,
         applyLanes: options.applyLanes,
         batchBytes: options.batchBytes,
+        verifyWorkers: options.verifyWorkers,
       },
       loadProfile(3),
     );
@@ -83,6 +85,18 @@ describe('defaults and derived figures', () => {
     const options = resolveOptions({ ...URIS, verbosity: 'debug', disableVerification: true });
     assert.equal(options.verbosity, 'DEBUG');
     assert.equal(options.disableVerification, true);
+  });
+
+  it('the verifier runs unless --disableVerification; its memory bound and load come from the options', () => {
+    assert.equal(syncSettings(resolveOptions(URIS)).verification.enabled, true);
+    assert.equal(syncSettings(resolveOptions({ ...URIS, disableVerification: true })).verification.enabled, false);
+    const tuned = syncSettings(resolveOptions({ ...URIS, loadLevel: '1' }, { FERRY_VERIFY_MAX_PENDING_RECHECKS: '500' }));
+    assert.equal(tuned.verification.maxPendingRechecks, 500);
+    assert.equal(tuned.verification.rangesAtOnce, loadProfile(1).verifyWorkers);
+    assert.throws(
+      () => resolveOptions(URIS, { FERRY_VERIFY_MAX_PENDING_RECHECKS: '5' }),
+      /FERRY_VERIFY_MAX_PENDING_RECHECKS must be an integer from 100/,
+    );
   });
 });
 

@@ -5,9 +5,10 @@
  * `$exists`... ignore it). So a collated query runs with mingo's own operators for everything
  * but those, which are replaced by versions that compare through the collation. The operators
  * keep mingo's matching rules (arrays match by any element; comparisons only within one type).
- * The simple collation keeps mingo's `Query` untouched.
+ * The simple collation keeps mingo's `Query`, but for comparisons with a Timestamp: mingo orders
+ * Timestamps by their decimal strings (so `$lte` the largest Timestamp matched nothing below it),
+ * mongod as unsigned (seconds, increment) pairs (its Timestamp's `operator<`, bson-order.ts).
  */
-import { Query as MingoQuery } from 'mingo';
 import { Query as QueryBase } from 'mingo/query';
 import { Context } from 'mingo';
 import * as accumulatorOperators from 'mingo/operators/accumulator';
@@ -17,7 +18,7 @@ import * as projectionOperators from 'mingo/operators/projection';
 import * as queryOperators from 'mingo/operators/query';
 import * as windowOperators from 'mingo/operators/window';
 import { resolve } from 'mingo/util';
-import { typeRank } from '../bson-order.js';
+import { compareValues, typeRank } from '../bson-order.js';
 import type { Collation } from './collation.js';
 
 type QueryOperator = (selector: string, value: unknown, options: unknown) => (doc: unknown) => boolean;
@@ -50,6 +51,36 @@ function operator(test: (lhs: unknown, rhs: unknown, depth: number) => boolean):
   };
 }
 
+/** `$gt`, `$gte`, `$lt`, `$lte` through `cmp`, within one type (arrays match by any element), as mingo's. */
+function orderedOperators(cmp: (a: unknown, b: unknown) => number): Record<'$gt' | '$gte' | '$lt' | '$lte', QueryOperator> {
+  const ordered = (accept: (c: number) => boolean) =>
+    operator((a, b) => {
+      const candidates = Array.isArray(a) ? [...a, ...(Array.isArray(b) ? [a] : [])] : [a];
+      return candidates.some((v) => !isNil(v) && !isNil(b) && typeRank(v) === typeRank(b) && accept(cmp(v, b)));
+    });
+  return {
+    $gt: ordered((c) => c > 0),
+    $gte: ordered((c) => c >= 0),
+    $lt: ordered((c) => c < 0),
+    $lte: ordered((c) => c <= 0),
+  };
+}
+
+function isTimestamp(v: unknown): boolean {
+  return typeof v === 'object' && v !== null && (v as { _bsontype?: string })._bsontype === 'Timestamp';
+}
+
+/** mingo's comparison operators, but those against a Timestamp, which compare in mongod's order. */
+function simpleOperators(): Record<string, QueryOperator> {
+  const canonical = orderedOperators(compareValues);
+  const mingo = queryOperators as unknown as Record<string, QueryOperator>;
+  const operators: Record<string, QueryOperator> = {};
+  for (const name of Object.keys(canonical) as (keyof typeof canonical)[]) {
+    operators[name] = (selector, value, options) => (isTimestamp(value) ? canonical[name] : mingo[name]!)(selector, value, options);
+  }
+  return operators;
+}
+
 /** The collated versions of the comparison operators. */
 function collatedOperators(collation: Collation): Record<string, QueryOperator> {
   const cmp = collation.compare;
@@ -67,19 +98,11 @@ function collatedOperators(collation: Collation): Record<string, QueryOperator> 
       isRegExp(v) ? candidates.some((c) => typeof c === 'string' && v.test(c)) : candidates.some((c) => equal(c, v)),
     );
   };
-  const ordered = (accept: (c: number) => boolean) =>
-    operator((a, b) => {
-      const candidates = Array.isArray(a) ? [...a, ...(Array.isArray(b) ? [a] : [])] : [a];
-      return candidates.some((v) => !isNil(v) && !isNil(b) && typeRank(v) === typeRank(b) && accept(cmp(v, b)));
-    });
   const asArray = (v: unknown): unknown[] => (Array.isArray(v) ? v : [v]);
   return {
     $eq: operator(eq),
     $ne: operator((a, b, depth) => !eq(a, b, depth)),
-    $gt: ordered((c) => c > 0),
-    $gte: ordered((c) => c >= 0),
-    $lt: ordered((c) => c < 0),
-    $lte: ordered((c) => c <= 0),
+    ...orderedOperators(cmp),
     $in: operator((a, b) => among(a, asArray(b))),
     $nin: operator((a, b) => !among(a, asArray(b))),
     $all: operator((a, b) => {
@@ -92,22 +115,29 @@ function collatedOperators(collation: Collation): Record<string, QueryOperator> 
 
 const contexts = new WeakMap<Collation, Context>();
 
+function contextWith(comparisons: Record<string, QueryOperator>): Context {
+  return Context.init({
+    accumulator: accumulatorOperators,
+    expression: expressionOperators,
+    pipeline: pipelineOperators,
+    projection: projectionOperators,
+    query: { ...queryOperators, ...comparisons } as never,
+    window: windowOperators,
+  } as never);
+}
+
 /** mingo's operators with the comparisons of `collation` in place of its own. */
 function contextOf(collation: Collation): Context {
   let context = contexts.get(collation);
   if (!context) {
-    context = Context.init({
-      accumulator: accumulatorOperators,
-      expression: expressionOperators,
-      pipeline: pipelineOperators,
-      projection: projectionOperators,
-      query: { ...queryOperators, ...collatedOperators(collation) } as never,
-      window: windowOperators,
-    } as never);
+    context = contextWith(collatedOperators(collation));
     contexts.set(collation, context);
   }
   return context;
 }
+
+/** The simple collation's operators (built on first use). */
+let simpleContext: Context | undefined;
 
 /** Options of mingo queries (variables for `$expr`, scripts off). */
 export interface QueryOptions {
@@ -122,6 +152,6 @@ export function compileFilter(
   collation: Collation | undefined,
   options: QueryOptions = {},
 ): { test(doc: unknown): boolean } {
-  if (!collation) return new MingoQuery(filter, options);
+  if (!collation) return new QueryBase(filter, { ...options, context: (simpleContext ??= contextWith(simpleOperators())) } as never);
   return new QueryBase(filter, { ...options, collation: collation.spec as never, context: contextOf(collation) } as never);
 }

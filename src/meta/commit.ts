@@ -11,7 +11,7 @@
  * 4. `completedAt`: destination write blocking lifted; the sync is COMMITTED.
  */
 import type { Timestamp } from 'bson';
-import { InstanceCollection, type MetadataStore } from '../meta/store.js';
+import { InstanceCollection, type MetadataStore } from './store.js';
 import { MAJORITY } from '../cluster/concerns.js';
 
 export interface CommitDocument {

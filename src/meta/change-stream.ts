@@ -13,7 +13,7 @@
  * most once per interval while running, and at every DDL barrier, pause, commit and stop.
  */
 import type { Document, Timestamp } from 'bson';
-import { InstanceCollection, type MetadataStore } from '../meta/store.js';
+import { InstanceCollection, type MetadataStore } from './store.js';
 import { MAJORITY } from '../cluster/concerns.js';
 
 export interface ChangeStreamDocument {

@@ -1,7 +1,8 @@
 /**
- * Reads the source's change stream as raw BSON: one stream over the whole cluster
+ * Reads a cluster's change stream as raw BSON: one stream over the whole cluster
  * (`allChangesForCluster`), with expanded events (create, createIndexes, dropIndexes, modify and
- * the rest of DDL) and `fullDocument: 'updateLookup'`, opened and continued with the documented
+ * the rest of DDL) and, when asked, `fullDocument: 'updateLookup'` (change-event application
+ * asks; the verifier only needs which documents changed), opened and continued with the documented
  * commands themselves (`aggregate: 1` on `admin`, then `getMore` with `maxTimeMS`) through the
  * cluster layer's raw cursor (src/cluster/raw-cursor.ts), so a reply's events stay bytes: each
  * event is a view into the reply, found by a scan of its batch array. The driver's `ChangeStream`
@@ -12,13 +13,16 @@
  * under the cluster layer's retry policy: nothing is read twice and nothing skipped.
  * `ChangeStreamHistoryLost` (286) is not resumable: it becomes `ChangeStreamHistoryLost` for the
  * applier to report.
+ *
+ * Change-event application reads the source with it (src/cea/applier.ts); the verifier reads both
+ * clusters (src/verify/).
  */
 import type { Document, Timestamp } from 'bson';
 import type { MongoClient } from 'mongodb';
 import { BsonType, decodeValue, findElement, forEachElement } from '../bson/index.js';
-import { isHistoryLost, isResumableChangeStreamError } from '../cluster/errors.js';
-import { RawCursor } from '../cluster/raw-cursor.js';
-import { RETRY_POLICY, retryDelay, sleep } from '../cluster/retry.js';
+import { isHistoryLost, isResumableChangeStreamError } from './errors.js';
+import { RawCursor } from './raw-cursor.js';
+import { RETRY_POLICY, retryDelay, sleep } from './retry.js';
 import { laterTime } from '../domain/time.js';
 import { ChangeStreamHistoryLost, MalformedCursorReply } from '../errors/errors.js';
 import type { Logger } from '../log/logger.js';
@@ -28,13 +32,16 @@ import { tokenTime } from './resume-token.js';
 export type StreamStart = { startAfter: Document } | { startAtOperationTime: Timestamp };
 
 export interface ReaderOptions {
-  /** The source cluster. */
-  source: MongoClient;
-  start: StreamStart;
+  /** The cluster whose changes are read. */
+  client: MongoClient;
+  /** Where to start; absent: now (the first reply's `postBatchResumeToken` says where that is). */
+  start?: StreamStart;
   /** Events per reply at most (the server also caps a reply at 16 MiB). */
   batchSize: number;
   /** How long a `getMore` waits for events before answering with none. */
   maxAwaitMs: number;
+  /** Look up the whole document of each update (`fullDocument: 'updateLookup'`). Default false. */
+  updateLookup?: boolean;
   logger: Logger;
 }
 
@@ -62,7 +69,7 @@ function replyTime(reply: Document): Timestamp | undefined {
 
 export class ChangeStreamReader {
   readonly #options: ReaderOptions;
-  #start: StreamStart;
+  #start: StreamStart | undefined;
   #cursor: RawCursor | undefined;
   #closed = false;
 
@@ -90,9 +97,16 @@ export class ChangeStreamReader {
   }
 
   #open(): RawCursor {
-    const { source, batchSize, maxAwaitMs } = this.#options;
-    const stage = { $changeStream: { allChangesForCluster: true, showExpandedEvents: true, fullDocument: 'updateLookup', ...this.#start } };
-    return new RawCursor(source, 'admin', { aggregate: 1, pipeline: [stage], cursor: { batchSize } }, { batchSize, maxTimeMS: maxAwaitMs });
+    const { client, batchSize, maxAwaitMs, updateLookup } = this.#options;
+    const stage = {
+      $changeStream: {
+        allChangesForCluster: true,
+        showExpandedEvents: true,
+        ...(updateLookup ? { fullDocument: 'updateLookup' } : {}),
+        ...this.#start,
+      },
+    };
+    return new RawCursor(client, 'admin', { aggregate: 1, pipeline: [stage], cursor: { batchSize } }, { batchSize, maxTimeMS: maxAwaitMs });
   }
 
   async #read(): Promise<ReaderBatch> {

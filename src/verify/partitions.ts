@@ -1,0 +1,171 @@
+/**
+ * The verifier's `_id` ranges (`verificationPartitions`): one document per range of a collection,
+ * planned as the copy plans its own (src/plan/copy-plan.ts: `$collStats`, a `$sample` of `_id`s,
+ * `--partitionSizeMB`), but the verifier's own, so that it checks what the source holds rather
+ * than what the copy planned (and works for a sync that never copied, such as a reversed one).
+ *
+ * A range is `not started`, `in progress` with the last `_id` compared (`after`: a restart
+ * continues after it) and the counts so far, or `done`. A namespace scanned again after a DDL event
+ * gets a new plan (its old ranges are replaced).
+ */
+import { namespaceOf, type Namespace } from '../domain/namespaces.js';
+import type { PlannedPartition } from '../meta/partitions.js';
+import { InstanceCollection, storedNumber, TYPE_FAITHFUL_READ, type MetadataStore } from '../meta/store.js';
+import type { SideCount } from './compare-range.js';
+
+export type RangeStatus = 'not started' | 'in progress' | 'done';
+
+export interface RangeKey {
+  instance: string;
+  /** `db.coll` */
+  ns: string;
+  index: number;
+}
+
+export interface RangeRow extends Namespace {
+  key: RangeKey;
+  /** Packed bounds (`packValue`). */
+  min: string;
+  max: string;
+  status: RangeStatus;
+  /** Everything up to this `_id` (packed) is compared. */
+  after?: string;
+  source: SideCount;
+  destination: SideCount;
+  /** Candidate differences found (each queued for a re-check). */
+  differences: number;
+  /** Source documents and bytes in the range when planned. */
+  estimatedCount: number;
+  estimatedBytes: number;
+}
+
+interface RangeDocument extends Omit<RangeRow, 'key'> {
+  _id: RangeKey;
+  instance: string;
+  updatedAt: Date;
+  finishedAt?: Date;
+}
+
+const count = (value: Partial<SideCount> | undefined): SideCount => ({
+  documents: storedNumber(value?.documents),
+  bytes: storedNumber(value?.bytes),
+});
+
+function toRow(doc: RangeDocument): RangeRow {
+  const { _id, instance: _instance, updatedAt: _updatedAt, finishedAt: _finishedAt, ...fields } = doc;
+  return {
+    ...fields,
+    key: { instance: _id.instance, ns: _id.ns, index: storedNumber(_id.index) },
+    source: count(fields.source),
+    destination: count(fields.destination),
+    differences: storedNumber(fields.differences),
+    estimatedCount: storedNumber(fields.estimatedCount),
+    estimatedBytes: storedNumber(fields.estimatedBytes),
+  };
+}
+
+/** Totals of the table, per collection and overall. */
+export interface RangeSummary {
+  total: number;
+  done: number;
+  /** Namespaces with ranges, and those whose every range is done. */
+  collections: number;
+  scannedCollections: number;
+  source: SideCount;
+  destination: SideCount;
+}
+
+export class VerificationPartitions extends InstanceCollection<RangeDocument> {
+  constructor(store: MetadataStore) {
+    super(store, 'verificationPartitions');
+  }
+
+  /** Replaces the ranges of one collection with a fresh plan. */
+  async writePlan(ns: Namespace, planned: readonly PlannedPartition[]): Promise<void> {
+    const name = namespaceOf(ns);
+    const instance = this.instance;
+    await this.collection.deleteMany({ instance, db: ns.db, coll: ns.coll });
+    const now = new Date();
+    const docs = planned.map((range, index): RangeDocument => ({
+      _id: { instance, ns: name, index },
+      instance,
+      db: ns.db,
+      coll: ns.coll,
+      min: range.min,
+      max: range.max,
+      status: 'not started',
+      source: { documents: 0, bytes: 0 },
+      destination: { documents: 0, bytes: 0 },
+      differences: 0,
+      estimatedCount: range.estimatedCount,
+      estimatedBytes: range.estimatedBytes,
+      updatedAt: now,
+    }));
+    if (docs.length > 0) await this.collection.insertMany(docs, { ordered: false });
+  }
+
+  /** Removes the ranges of one collection (dropped on the source). */
+  async forget(ns: Namespace): Promise<void> {
+    await this.collection.deleteMany({ instance: this.instance, db: ns.db, coll: ns.coll });
+  }
+
+  async unfinished(): Promise<RangeRow[]> {
+    const docs = await this.collection.find({ instance: this.instance, status: { $ne: 'done' } }, TYPE_FAITHFUL_READ).toArray();
+    return docs.map((doc) => toRow(doc as RangeDocument)).sort(byRange);
+  }
+
+  async list(): Promise<RangeRow[]> {
+    const docs = await this.collection.find({ instance: this.instance }, TYPE_FAITHFUL_READ).toArray();
+    return docs.map((doc) => toRow(doc as RangeDocument)).sort(byRange);
+  }
+
+  async summary(): Promise<RangeSummary> {
+    const rows = await this.list();
+    const byNamespace = new Map<string, boolean>();
+    for (const row of rows) byNamespace.set(row.key.ns, (byNamespace.get(row.key.ns) ?? true) && row.status === 'done');
+    const add = (side: 'source' | 'destination'): SideCount => ({
+      documents: rows.reduce((sum, row) => sum + row[side].documents, 0),
+      bytes: rows.reduce((sum, row) => sum + row[side].bytes, 0),
+    });
+    return {
+      total: rows.length,
+      done: rows.filter((row) => row.status === 'done').length,
+      collections: byNamespace.size,
+      scannedCollections: [...byNamespace.values()].filter(Boolean).length,
+      source: add('source'),
+      destination: add('destination'),
+    };
+  }
+
+  /** Records how far a range is compared: `after` and the counts so far, and whether it is done. */
+  async record(
+    key: RangeKey,
+    progress: Pick<RangeRow, 'source' | 'destination' | 'differences'> & { after?: string; done: boolean },
+  ): Promise<void> {
+    const now = new Date();
+    const set: Partial<RangeDocument> = {
+      status: progress.done ? 'done' : 'in progress',
+      source: progress.source,
+      destination: progress.destination,
+      differences: progress.differences,
+      updatedAt: now,
+    };
+    if (progress.after !== undefined) set.after = progress.after;
+    if (progress.done) set.finishedAt = now;
+    await this.collection.updateOne({ _id: key }, { $set: set });
+  }
+
+  /** Marks every range of a namespace done without reading it (the namespace is reported whole, e.g. missing). */
+  async skipNamespace(ns: Namespace): Promise<void> {
+    const now = new Date();
+    await this.collection.updateMany(
+      { instance: this.instance, db: ns.db, coll: ns.coll },
+      { $set: { status: 'done', updatedAt: now, finishedAt: now } },
+    );
+  }
+}
+
+function byRange(a: RangeRow, b: RangeRow): number {
+  if (a.key.ns !== b.key.ns) return a.key.ns < b.key.ns ? -1 : 1;
+  return a.key.index - b.key.index;
+}

@@ -81,10 +81,17 @@ export class InstanceCoordination implements Coordination {
     return this.shard.id === this.coordinatorId;
   }
 
-  /** The other instances' documents of this migration (a committed earlier one's are not theirs any more). */
+  /**
+   * The other instances' documents of this migration: one that committed before this instance
+   * started belongs to an earlier migration with the same ids (its instance has not started this one).
+   */
   #others(docs: readonly MemberDocument[]): MemberDocument[] {
-    const mineCommitted = docs.find((doc) => doc._id === this.shard.id)?.steps.committed !== undefined;
-    return docs.filter((doc) => doc._id !== this.shard.id && this.members.includes(doc._id) && (mineCommitted || !doc.steps.committed));
+    const started = docs.find((doc) => doc._id === this.shard.id)?.steps.started?.at;
+    return docs.filter((doc) => {
+      if (doc._id === this.shard.id || !this.members.includes(doc._id)) return false;
+      const committed = doc.steps.committed?.at;
+      return committed === undefined || started === undefined || committed >= started;
+    });
   }
 
   /** Refuses, writing nothing, a start request that differs from one another instance recorded (MismatchedCommand). */
@@ -187,6 +194,14 @@ export class InstanceCoordination implements Coordination {
       this.#waiting = { step, missing: [this.coordinatorId] };
       await sleep(this.#pollMs);
     }
+  }
+
+  async decision(step: CoordinationStep): Promise<{ value?: unknown } | undefined> {
+    const docs = await this.#read();
+    const coordinator = this.isCoordinator
+      ? docs.find((doc) => doc._id === this.shard.id)
+      : this.#others(docs).find((doc) => doc._id === this.coordinatorId);
+    return coordinator === undefined ? undefined : stepValue(coordinator, step);
   }
 
   /** What progress says of the coordination: who is waited for, and whether every instance could commit. */

@@ -196,6 +196,8 @@ export interface Coordination {
   awaitAll(step: CoordinationStep, stopped: () => boolean): Promise<boolean>;
   /** Waits until the coordinator reached `step`: its value (`{}` without one), or undefined when `stopped()` first. */
   awaitCoordinator(step: CoordinationStep, stopped: () => boolean): Promise<{ value?: unknown } | undefined>;
+  /** The coordinator's decision at `step` if it has taken it (`{}` without a value), read once. */
+  decision(step: CoordinationStep): Promise<{ value?: unknown } | undefined>;
 }
 
 /** A namespace, or a whole database (no `coll`), whose catalog entry Ferry changes. */

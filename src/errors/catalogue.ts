@@ -96,7 +96,7 @@ export const ERROR_CATALOGUE = {
   MismatchedCommand: {
     status: 409,
     message: '{detail}',
-    when: 'instances of one migration (one per source shard) got different start requests (the description names the instance and the fields)',
+    when: 'instances of one migration (one per source shard) got different start requests (the description names them and the fields)',
   },
   BalancerRunning: {
     status: 422,

@@ -15,6 +15,7 @@ import assert from 'node:assert/strict';
 import { MongoClient, type Document } from 'mongodb';
 import { spawnCluster } from '../cluster/index.js';
 import { emptyDestination, startFerry, type FerryProcess } from './ferry-process.js';
+import { METADATA_DATABASE } from '../../src/domain/namespaces.js';
 
 let sourceUri: string;
 let destinationUri: string;
@@ -177,5 +178,41 @@ describe('several instances, one per source shard', () => {
       .db(DB)
       .collection('plain')
       .insertOne({ _id: 'after' } as Document);
+    for (const each of ferries.splice(0)) assert.equal(await each.stop(), 0);
+  });
+
+  it('converges after SIGKILL of the coordinator during the copy and of the other instance during change-event application', async () => {
+    const [first, second] = await shardIds();
+    // A new migration of the same data: its metadata and its destination start empty.
+    await emptyDestination(destinationUri);
+    await destination.db(METADATA_DATABASE).dropDatabase();
+    let one = await ferry(first!);
+    let two = await ferry(second!);
+    ferries.push(one, two);
+    assert.equal((await one.post('start', startBody())).status, 200);
+    assert.equal((await two.post('start', startBody())).status, 200);
+    // The coordinator dies before the migration could commit (planning or copying): the other waits, naming it.
+    assert.equal(await one.stop('SIGKILL'), null);
+    const waiting = await two.waitForProgress((p) => (p.warnings ?? []).some((w: string) => w.includes(`"${first}"`)), 60_000);
+    assert.equal(waiting.canCommit, false);
+    one = await ferry(first!);
+    ferries.push(one);
+    await Promise.all([one, two].map((each) => each.waitForProgress((p) => p.canCommit === true, 180_000)));
+    // Writes on both shards, then the other instance dies while applying them, and comes back.
+    const orders = source.db(DB).collection('orders');
+    await orders.updateMany({ _id: { $in: [20, 21, 320, 321] } } as Document, { $set: { killed: true } });
+    assert.equal(await two.stop('SIGKILL'), null);
+    await orders.insertOne({ _id: 6000, customer: 399, total: 2 } as Document);
+    await orders.deleteOne({ _id: 22 } as Document);
+    two = await ferry(second!);
+    ferries.push(two);
+    await Promise.all([one, two].map((each) => each.waitForProgress((p) => p.canCommit === true, 180_000)));
+    assert.equal((await one.post('commit', {})).status, 200);
+    assert.equal((await two.post('commit', {})).status, 200);
+    await Promise.all([one, two].map((each) => each.waitForProgress((p) => p.state === 'COMMITTED', 120_000)));
+    for (const coll of ['orders', 'users', 'plain']) {
+      const expected = (await sortedDocs(source, coll)).filter((doc) => doc.orphan !== true);
+      assert.deepEqual(await sortedDocs(destination, coll), expected, coll);
+    }
   });
 });

@@ -24,7 +24,7 @@ import type { StartRequest } from '../domain/start-request.js';
 import { sleep } from '../cluster/retry.js';
 import { chooseCoordinator } from './coordinator.js';
 import { commandFingerprint, differingFields } from './fingerprint.js';
-import { MemberRecords, stepValue, type MemberDocument } from './members.js';
+import { MemberRecords, stepValue, type MemberDocument, type RunCommand } from './members.js';
 
 export interface CoordinationOptions {
   /** This instance's metadata (its writes fenced by its lease). */
@@ -156,6 +156,12 @@ export class InstanceCoordination implements Coordination {
     return docs;
   }
 
+  /** Records that this instance got `pause` or `resume`: the others say so until they got it too. */
+  async command(name: RunCommand): Promise<void> {
+    await this.#records.command(name);
+    this.#docs = await this.#records.all();
+  }
+
   async reach(step: CoordinationStep, value?: unknown): Promise<void> {
     await this.#records.reach(step, value);
     this.#options.logger.info({ step, coordinator: this.isCoordinator }, `Coordination: this instance reached "${step}"`);
@@ -225,12 +231,38 @@ export class InstanceCoordination implements Coordination {
     if (mismatched.length > 0) {
       warnings.push(`Instances ${mismatched.map((id) => `"${id}"`).join(', ')} got a different start request: this migration cannot go on`);
     }
+    // pause/resume: the latest one any instance got must reach every instance (one that got
+    // neither runs, as after resume); meanwhile nobody commits.
+    const mine = this.#docs.find((doc) => doc._id === this.shard.id);
+    const everyone = mine === undefined ? others : [mine, ...others];
+    const latest = everyone
+      .map((doc) => doc.lastCommand)
+      .filter((command) => command !== undefined)
+      .sort((a, b) => b!.at.getTime() - a!.at.getTime())[0];
+    const behind =
+      latest === undefined
+        ? []
+        : this.members.filter((id) => (everyone.find((doc) => doc._id === id)?.lastCommand?.name ?? 'resume') !== latest.name);
+    if (latest !== undefined && behind.length > 0) {
+      const got = everyone.filter((doc) => (doc.lastCommand?.name ?? 'resume') === latest.name).map((doc) => `"${doc._id}"`);
+      warnings.push(
+        `${latest.name} was sent to ${got.join(', ')} but not to ${behind.map((id) => `"${id}"`).join(', ')}: ` +
+          `send ${latest.name} to every instance of the migration`,
+      );
+    }
+    const paused = latest?.name === 'pause';
     const waiting = this.#waiting;
     if (waiting !== undefined) {
       const who = waiting.missing.map((id) => `"${id}"`).join(', ');
       warnings.push(`Waiting for ${waiting.missing.length === 1 ? 'instance' : 'instances'} ${who} ${WAITING_FOR[waiting.step]}`);
     }
-    const allReady = notStarted.length === 0 && gone.length === 0 && mismatched.length === 0 && others.every((doc) => doc.ready === true);
+    const allReady =
+      notStarted.length === 0 &&
+      gone.length === 0 &&
+      mismatched.length === 0 &&
+      behind.length === 0 &&
+      !paused &&
+      others.every((doc) => doc.ready === true);
     return { warnings, readyToCommit: allReady };
   }
 }

@@ -21,8 +21,13 @@ export interface MemberDocument {
   ready: boolean;
   /** Steps reached: when, and the decision's value (packed) when it has one. */
   steps: Partial<Record<CoordinationStep, { at: Date; value?: string }>>;
+  /** The last `pause` or `resume` it got, and when. */
+  lastCommand?: { name: RunCommand; at: Date };
   updatedAt: Date;
 }
+
+/** Commands that every instance must get, besides `start` and `commit` (which are steps). */
+export type RunCommand = 'pause' | 'resume';
 
 export class MemberRecords extends InstanceCollection<MemberDocument> {
   constructor(store: MetadataStore) {
@@ -42,6 +47,11 @@ export class MemberRecords extends InstanceCollection<MemberDocument> {
   async reach(step: CoordinationStep, value?: unknown): Promise<void> {
     const mark = value === undefined ? { at: new Date() } : { at: new Date(), value: packValue(value) };
     await this.collection.updateOne({ _id: this.instance }, { $set: { [`steps.${step}`]: mark, updatedAt: mark.at } });
+  }
+
+  async command(name: RunCommand): Promise<void> {
+    const at = new Date();
+    await this.collection.updateOne({ _id: this.instance }, { $set: { lastCommand: { name, at }, updatedAt: at } });
   }
 
   async setReady(ready: boolean): Promise<void> {

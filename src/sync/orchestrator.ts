@@ -492,6 +492,10 @@ export class SyncOrchestrator implements SyncControl {
     this.#unwatchDestination();
     await this.#halt(sync);
     await this.#recordState(sync, 'PAUSED');
+    // Several instances: the others say so until each got pause too.
+    await sync.coordination?.command('pause').catch((error: unknown) => {
+      throw asClusterError(sync.destination.endpoint, 'recording the pause for the other instances', error);
+    });
   }
 
   async resume(): Promise<void> {
@@ -502,6 +506,9 @@ export class SyncOrchestrator implements SyncControl {
     await this.#halt(sync);
     await this.#checkDestination(sync, 'resume');
     await this.#recordState(sync, 'RUNNING');
+    await sync.coordination?.command('resume').catch((error: unknown) => {
+      throw asClusterError(sync.destination.endpoint, 'recording the resume for the other instances', error);
+    });
     this.#recoveredFailure = undefined;
     const doc = await sync.resume.read();
     if (doc === null) throw new InvalidStateTransition(new MetadataMissing({ record: 'resume document' }).message);

@@ -207,6 +207,12 @@ describe('several instances, one per source shard', () => {
     two = await ferry(second!);
     ferries.push(two);
     await Promise.all([one, two].map((each) => each.waitForProgress((p) => p.canCommit === true, 180_000)));
+    // pause sent to one instance only: the other says so, and nobody can commit until resume reaches it again.
+    assert.equal((await one.post('pause', {})).status, 200);
+    const paused = await two.waitForProgress((p) => (p.warnings ?? []).some((w: string) => w.startsWith(`pause was sent to "${first}"`)));
+    assert.equal(paused.canCommit, false);
+    assert.equal((await one.post('resume', {})).status, 200);
+    await Promise.all([one, two].map((each) => each.waitForProgress((p) => p.canCommit === true, 180_000)));
     assert.equal((await one.post('commit', {})).status, 200);
     assert.equal((await two.post('commit', {})).status, 200);
     await Promise.all([one, two].map((each) => each.waitForProgress((p) => p.state === 'COMMITTED', 120_000)));

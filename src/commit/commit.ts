@@ -30,6 +30,12 @@
  * continue from (the catalogue's `final`: history lost, the destination changed behind Ferry's
  * back) is not retried: the commit ends with it and the sync stops (src/sync/orchestrator.ts).
  * `stop()` ends the wait (shutdown); a restart finishes the commit.
+ *
+ * Several instances, one per source shard (src/coordination/): `begin` only records that this
+ * instance got the commit. Once every instance has, the coordinator blocks the source and takes
+ * one commit point for all (`#agree`, once: a restarted coordinator finds its decision), which
+ * each records as its own; each drains through it; the coordinator restores the destination once
+ * every instance drained and lifts its write blocking; the others wait for that, then complete.
  */
 import { appendOplogNote, setUserWriteBlocking } from '../cluster/commands.js';
 import { asClusterError } from '../cluster/errors.js';

@@ -217,19 +217,20 @@ export class InstanceCoordination implements Coordination {
     const notStarted = this.members.filter((id) => id !== this.shard.id && !others.some((doc) => doc._id === id));
     if (notStarted.length > 0) {
       warnings.push(
-        `Instances ${notStarted.map((id) => `"${id}"`).join(', ')} of this migration have not got the start request: ` +
+        `${named(notStarted)} of this migration ${notStarted.length === 1 ? 'has' : 'have'} not got the start request: ` +
           `start one Ferry per source shard (${this.members.join(', ')}) with --id <shard ID> and send each the same request`,
       );
     }
     const gone = others.filter((doc) => !this.#alive.has(doc._id)).map((doc) => doc._id);
     if (gone.length > 0) {
       warnings.push(
-        `Instances ${gone.map((id) => `"${id}"`).join(', ')} are not running (their lease expired): the others wait for them; restart them`,
+        `${named(gone)} ${gone.length === 1 ? 'is' : 'are'} not running (lease expired): ` +
+          `the others wait; restart ${gone.length === 1 ? 'it' : 'them'}`,
       );
     }
     const mismatched = others.filter((doc) => differingFields(this.#fingerprint, doc.request).length > 0).map((doc) => doc._id);
     if (mismatched.length > 0) {
-      warnings.push(`Instances ${mismatched.map((id) => `"${id}"`).join(', ')} got a different start request: this migration cannot go on`);
+      warnings.push(`${named(mismatched)} got a different start request: this migration cannot go on`);
     }
     // pause/resume: the latest one any instance got must reach every instance (one that got
     // neither runs, as after resume); meanwhile nobody commits.
@@ -253,8 +254,7 @@ export class InstanceCoordination implements Coordination {
     const paused = latest?.name === 'pause';
     const waiting = this.#waiting;
     if (waiting !== undefined) {
-      const who = waiting.missing.map((id) => `"${id}"`).join(', ');
-      warnings.push(`Waiting for ${waiting.missing.length === 1 ? 'instance' : 'instances'} ${who} ${WAITING_FOR[waiting.step]}`);
+      warnings.push(`Waiting for ${named(waiting.missing, 'instance')} ${WAITING_FOR[waiting.step]}`);
     }
     const allReady =
       notStarted.length === 0 &&
@@ -265,4 +265,9 @@ export class InstanceCoordination implements Coordination {
       others.every((doc) => doc.ready === true);
     return { warnings, readyToCommit: allReady };
   }
+}
+
+/** `Instance "a"` or `Instances "a", "b"` (`word` in another case). */
+function named(ids: readonly string[], word = 'Instance'): string {
+  return `${word}${ids.length === 1 ? '' : 's'} ${ids.map((id) => `"${id}"`).join(', ')}`;
 }

@@ -259,7 +259,8 @@ export class ChangeEventApplier implements ChangeApplication {
     this.#lag.applied(recorded?.appliedThrough ?? context.resume.startAtOperationTime);
     const lanes = this.#newLanes();
     const reader = new ChangeStreamReader({
-      client: context.source.client,
+      // Several instances: each applies the events its own shard produced, read on the shard.
+      client: context.coordination?.shard.cluster.client ?? context.source.client,
       updateLookup: true,
       start:
         this.#applied !== undefined

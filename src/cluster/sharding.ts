@@ -9,6 +9,7 @@
  */
 import type { Binary, Document } from 'bson';
 import type { MongoClient } from 'mongodb';
+import { ConnectionString } from 'mongodb-connection-string-url';
 import { compareBsonValues, TYPE_FAITHFUL } from '../bson/index.js';
 import { namespaceOf, type Namespace } from '../domain/namespaces.js';
 import { hello, topologyOf, type Topology } from './commands.js';
@@ -165,4 +166,38 @@ export async function indexSpecsByShard(client: MongoClient, ns: Namespace): Pro
     byShard.set(shard, [...(byShard.get(shard) ?? []), spec]);
   }
   return byShard;
+}
+
+/**
+ * The connection string of one shard, read directly: the router's string (its credentials and
+ * options kept) with the shard's own hosts and `replicaSet` from `listShards` (`shard01/h1:p,h2:p`).
+ * A `mongodb+srv` router string becomes a plain one (the shard's hosts are not in DNS).
+ */
+export function shardUri(routerUri: string, shard: ShardDescription): string {
+  const slash = shard.host.indexOf('/');
+  const setName = slash < 0 ? undefined : shard.host.slice(0, slash);
+  const hosts = (slash < 0 ? shard.host : shard.host.slice(slash + 1)).split(',').filter((host) => host.length > 0);
+  const parsed = new ConnectionString(routerUri);
+  const text = parsed.toString().replace(/^mongodb\+srv:/, 'mongodb:');
+  const plain = new ConnectionString(text, { looseValidation: true });
+  plain.hosts = hosts;
+  if (parsed.isSRV) {
+    plain.searchParams.delete('srvServiceName');
+    plain.searchParams.delete('srvMaxHosts');
+    if (!plain.searchParams.has('tls') && !plain.searchParams.has('ssl')) plain.searchParams.set('tls', 'true');
+  }
+  if (setName !== undefined) plain.searchParams.set('replicaSet', setName);
+  else plain.searchParams.delete('replicaSet');
+  plain.searchParams.delete('directConnection');
+  return plain.toString();
+}
+
+/** Each database's primary shard (`config.databases`), by database name. */
+export async function databasePrimaries(client: MongoClient): Promise<Map<string, string>> {
+  const entries = await client
+    .db('config')
+    .collection('databases')
+    .find({}, { projection: { _id: 1, primary: 1 }, readConcern: MAJORITY_READ })
+    .toArray();
+  return new Map(entries.map((entry) => [String(entry._id), String(entry.primary)]));
 }

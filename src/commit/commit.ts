@@ -30,6 +30,12 @@
  * continue from (the catalogue's `final`: history lost, the destination changed behind Ferry's
  * back) is not retried: the commit ends with it and the sync stops (src/sync/orchestrator.ts).
  * `stop()` ends the wait (shutdown); a restart finishes the commit.
+ *
+ * Several instances, one per source shard (src/coordination/): `begin` only records that this
+ * instance got the commit. Once every instance has, the coordinator blocks the source and takes
+ * one commit point for all (`#agree`, once: a restarted coordinator finds its decision), which
+ * each records as its own; each drains through it; the coordinator restores the destination once
+ * every instance drained and lifts its write blocking; the others wait for that, then complete.
  */
 import { appendOplogNote, setUserWriteBlocking } from '../cluster/commands.js';
 import { asClusterError } from '../cluster/errors.js';
@@ -44,7 +50,8 @@ import { ResumeStore, reversalsOf } from '../meta/resume.js';
 import { crossClusterFence } from '../meta/fence.js';
 import { MetadataStore } from '../meta/store.js';
 import { WayBackRecord, type WayBackDocument } from '../meta/way-back.js';
-import type { CommitContext, CommitPhase, PhaseOutcome, PhaseStatus } from '../phase/contract.js';
+import type { CommitContext, CommitPhase, Coordination, PhaseOutcome, PhaseStatus } from '../phase/contract.js';
+import type { Timestamp } from 'bson';
 import { CommitRecord } from '../meta/commit.js';
 import { RetryUntilDone } from '../phase/retry-until-done.js';
 import { copyHotDocuments } from './hot-documents.js';
@@ -70,7 +77,14 @@ export class Commit implements CommitPhase {
   }
 
   async begin(): Promise<void> {
-    const { source, destination, request, logger, store } = this.#context;
+    const { source, destination, request, logger, store, coordination } = this.#context;
+    if (coordination !== undefined) {
+      // Several instances: this one got the commit; the common commit point is taken once every one has (#agree).
+      await coordination.reach('commitRequested').catch((error: unknown) => {
+        throw asClusterError(destination.endpoint, 'recording the commit request', error);
+      });
+      return;
+    }
     const blockSource = blocksSource(request.enableUserWriteBlocking);
     // Which cluster a failure comes from: the commit point is taken on the source, recorded on the destination.
     let cluster = source.endpoint;
@@ -120,7 +134,10 @@ export class Commit implements CommitPhase {
   async #finish(): Promise<PhaseOutcome> {
     const { changeApplication, logger } = this.#context;
     const outcome = await this.#tries.run(
-      async () => (await this.#finishOnce()).map(describeFailure),
+      async () => {
+        const failures = await this.#finishOnce();
+        return failures === 'stopped' ? failures : failures.map(describeFailure);
+      },
       () => changeApplication.retire(),
     );
     if (outcome === 'done') logger.info('Commit completed: the destination is complete and writable');
@@ -128,8 +145,10 @@ export class Commit implements CommitPhase {
   }
 
   /** One try from the record (see the module comment); the restores the destination refused, if any. */
-  async #finishOnce(): Promise<RestoreFailure[]> {
+  async #finishOnce(): Promise<RestoreFailure[] | 'stopped'> {
     const { source, destination, request, logger, store, changeApplication } = this.#context;
+    const coordination = this.#context.coordination;
+    if (coordination !== undefined && (await this.#record.read()) === null && !(await this.#agree(coordination))) return 'stopped';
     const doc = await this.#record.read();
     if (doc === null) throw new MetadataMissing({ record: 'commit record' });
     if (doc.appliedAt === undefined) {
@@ -140,7 +159,18 @@ export class Commit implements CommitPhase {
       await changeApplication.retire();
       await this.#record.mark('appliedAt');
     }
-    if (doc.restoredAt === undefined) {
+    if (coordination !== undefined) {
+      // Restored once, by the coordinator, after every instance drained; the others wait for it.
+      await coordination.reach('drained');
+      const stopped = () => this.#tries.stopping;
+      const waited = coordination.isCoordinator
+        ? await coordination.awaitAll('drained', stopped)
+        : await coordination.awaitCoordinator('restored', stopped);
+      if (!waited) return 'stopped';
+    }
+    if (doc.restoredAt === undefined && coordination !== undefined && !coordination.isCoordinator) {
+      await this.#record.mark('restoredAt');
+    } else if (doc.restoredAt === undefined) {
       const records = await new NamespaceRecords(store).list();
       const incomplete = records.find((record) => record.incomplete === true);
       if (incomplete !== undefined) throw new CollectionReadInterrupted({ ns: namespaceOf(incomplete) });
@@ -157,8 +187,10 @@ export class Commit implements CommitPhase {
     }
     // Never COMMITTED over a destination changed behind Ferry's back.
     await this.#context.checkDestination();
-    if (blocksDestination(request.enableUserWriteBlocking)) {
-      const others = await new ResumeStore(store).othersBlocking();
+    if (blocksDestination(request.enableUserWriteBlocking) && coordination?.isCoordinator !== false) {
+      // The other instances of this migration wait for this one's restore: their blocking is this one's to lift.
+      const fellows = coordination?.members ?? [];
+      const others = (await new ResumeStore(store).othersBlocking()).filter((id) => !fellows.includes(id));
       if (others.length === 0) {
         if (request.reversible) await this.#recordWayBack();
         await setUserWriteBlocking(destination.client, false);
@@ -171,9 +203,35 @@ export class Commit implements CommitPhase {
         );
       }
     }
+    if (coordination?.isCoordinator === true) await coordination.reach('restored');
     await this.#record.mark('completedAt');
     await new ResumeStore(store).setState('COMMITTED');
+    await coordination?.reach('committed');
     return [];
+  }
+
+  /**
+   * Several instances: once every instance got the commit, the coordinator blocks the source (if
+   * asked) and takes one commit point for all (once: a restarted coordinator finds its decision);
+   * each instance records it as its own. False when stopped first.
+   */
+  async #agree(coordination: Coordination): Promise<boolean> {
+    const { source, request, logger, store } = this.#context;
+    const stopped = () => this.#tries.stopping;
+    if (!(await coordination.awaitAll('commitRequested', stopped))) return false;
+    if (coordination.isCoordinator && (await coordination.decision('commitPoint')) === undefined) {
+      if (blocksSource(request.enableUserWriteBlocking)) {
+        await setUserWriteBlocking(source.client, true);
+        logger.info('Commit: user writes on the source are now blocked');
+      }
+      await coordination.reach('commitPoint', await appendOplogNote(source, 'commit', store.instance));
+    }
+    const decided = await coordination.awaitCoordinator('commitPoint', stopped);
+    if (decided === undefined) return false;
+    const commitPoint = decided.value as Timestamp;
+    await retryTransient(() => this.#record.begin(commitPoint));
+    logger.info({ commitPoint: describeTime(commitPoint) }, 'Commit: the common commit point of every instance recorded');
+    return true;
   }
 
   /**

@@ -156,13 +156,25 @@ export class InitialCopy implements Phase {
     const { request, destination, logger } = this.#context;
     const records = await this.#namespaces.list();
     this.#indexes.count(records);
+    const coordination = this.#context.coordination;
+    const afterCopy = indexBuildTime(request.buildIndexes) === 'afterCopy';
     if (this.#context.syncPhase() === 'copying') {
       if ((await this.#copy(records)) === 'stopped') return 'stopped';
-      await this.#context.enterSyncPhase(indexBuildTime(request.buildIndexes) === 'afterCopy' ? 'buildingIndexes' : 'copied');
+      // Several instances meet in buildingIndexes: the coordinator builds once every copy is done.
+      if (coordination !== undefined) await coordination.reach('copied');
+      await this.#context.enterSyncPhase(afterCopy || coordination !== undefined ? 'buildingIndexes' : 'copied');
     }
     if (this.#context.syncPhase() === 'buildingIndexes') {
-      const built = await buildPendingIndexes(destination.client, records, this.#namespaces, this.#indexes, logger, () => this.#stopping);
-      if (!built) return 'stopped';
+      const stopped = () => this.#stopping;
+      if (coordination !== undefined && !coordination.isCoordinator) {
+        if ((await coordination.awaitCoordinator('indexesBuilt', stopped)) === undefined) return 'stopped';
+      } else {
+        if (coordination !== undefined && !(await coordination.awaitAll('copied', stopped))) return 'stopped';
+        if (afterCopy && !(await buildPendingIndexes(destination.client, records, this.#namespaces, this.#indexes, logger, stopped))) {
+          return 'stopped';
+        }
+        await coordination?.reach('indexesBuilt');
+      }
       await this.#context.enterSyncPhase('copied');
     }
     return 'done';
@@ -186,7 +198,8 @@ export class InitialCopy implements Phase {
     );
     const cappedNamespaces = new Set(records.filter((record) => record.sourceOptions.capped === true).map(namespaceOf));
     const pool = new CopyPool({
-      sourceUri: source.endpoint.uri,
+      // Several instances: each reads its own shard directly.
+      sourceUri: (this.#context.coordination?.shard.cluster ?? source).endpoint.uri,
       destinationUri: destination.endpoint.uri,
       instance: store.instance,
       epoch: store.fence.epoch,

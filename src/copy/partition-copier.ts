@@ -22,10 +22,10 @@
  * Transient failures (src/cluster/errors.ts) restart the read from the watermark, with the cluster
  * layer's retry policy (src/cluster/retry.ts); anything else fails the partition.
  */
-import type { MongoClient } from 'mongodb';
+import type { Document, MongoClient } from 'mongodb';
 import { compareBsonValues, readId } from '../bson/index.js';
 import type { PartitionKey, PartitionRow } from '../meta/partitions.js';
-import { packValue, unpackValue } from '../meta/store.js';
+import { packValue, unpackDocument, unpackValue } from '../meta/store.js';
 import type { HistogramRecorder } from '../metrics/samples.js';
 import { partitionFindOptions } from '../plan/partitions.js';
 import { BatchBuffers } from './batch-buffers.js';
@@ -44,7 +44,7 @@ import { isTransient } from '../cluster/errors.js';
  */
 export interface PartitionTask extends Pick<
   PartitionRow,
-  'key' | 'db' | 'coll' | 'order' | 'min' | 'max' | 'lastId' | 'copiedDocs' | 'copiedBytes'
+  'key' | 'db' | 'coll' | 'order' | 'min' | 'max' | 'range' | 'lastId' | 'copiedDocs' | 'copiedBytes'
 > {
   /** The collection's average document size, to size read batches. */
   averageDocumentBytes: number;
@@ -194,10 +194,14 @@ class PartitionRun {
     const resumeAfter = this.#start.lastId;
     // Checkpoints assume `_id` order: `sort` makes mongos merge the shards' results in that order
     // (on a replica set the hinted index scan gives it anyway). Natural order is not `_id` order.
+    // A chunk read on its shard: the shard-key index between the chunk's bounds, which leaves out
+    // the orphans the shard holds of other shards' chunks.
     const bounds =
-      task.order === 'natural'
-        ? { hint: { $natural: 1 } }
-        : { ...partitionFindOptions({ min: resumeAfter ?? unpackValue(task.min), max: unpackValue(task.max) }), sort: { _id: 1 } };
+      task.range !== undefined
+        ? (unpackDocument(task.range) as { hint: Document; min: Document; max: Document })
+        : task.order === 'natural'
+          ? { hint: { $natural: 1 } }
+          : { ...partitionFindOptions({ min: resumeAfter ?? unpackValue(task.min), max: unpackValue(task.max) }), sort: { _id: 1 } };
     const cursor = RawCursor.find(source, task, {
       ...bounds,
       batchSize: readBatchSize(task.averageDocumentBytes, task.settings.batchBytes),

@@ -148,6 +148,7 @@ export class CopyScheduler {
     const capped = this.#options.cappedNamespaces;
     if (row.order === 'natural' && capped !== undefined) task.capped = capped.has(row.key.ns);
     if (row.lastId !== undefined) task.lastId = row.lastId;
+    if (row.range !== undefined) task.range = row.range;
     logger.debug({ ns: row.key.ns, partition: row.key.index, resumedAfter: row.lastId }, 'Copying partition');
     const { outcome, samples } = await pool.run(task);
     histograms.recordSamples(samples);

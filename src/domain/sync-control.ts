@@ -64,6 +64,8 @@ export interface SyncSnapshot {
   oplogTimeRemaining?: { seconds?: number };
   /** Last `ping` round trip to each cluster in ms, -1 when the last ping failed; absent before the first. */
   pingLatencyMs?: { source?: number; destination?: number };
+  /** Several instances: the instance that coordinates them (src/coordination/); absent: this one. */
+  coordinatorID?: string;
   /** The live-tunable figures in force. */
   tuning?: { loadLevel: number; copyWorkers: number; batchesInFlight: number; applyLanes: number; batchBytes: number };
 }

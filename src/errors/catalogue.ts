@@ -89,7 +89,14 @@ export const ERROR_CATALOGUE = {
   InstanceIdNotAllowed: {
     status: 422,
     message: '{detail}',
-    when: 'one instance syncs a sharded cluster with an `--id` other than the default (`coordinator`)',
+    when:
+      'one instance syncs a sharded cluster with an `--id` other than the default (`coordinator`) or a shard ID of the source ' +
+      '(`listShards`; the description names them), or a replica set source with the id of a source shard',
+  },
+  MismatchedCommand: {
+    status: 409,
+    message: '{detail}',
+    when: 'instances of one migration (one per source shard) got different start requests (the description names them and the fields)',
   },
   BalancerRunning: {
     status: 422,

@@ -25,6 +25,9 @@
  * - `wayBack`: one document per instance, on both clusters of a committed reversible sync: where
  *   a reverse starts applying (the destination's time when it became writable) and which cluster
  *   blocks user writes (see way-back.ts).
+ * - `coordination`: one document per instance of a migration run by several instances, one per
+ *   source shard: its start request, the steps it has reached and the coordinator's decisions
+ *   (see src/coordination/).
  */
 export const METADATA_COLLECTIONS = Object.freeze({
   resume: 'resume',
@@ -41,4 +44,5 @@ export const METADATA_COLLECTIONS = Object.freeze({
   verificationCatalogRechecks: 'verificationCatalogRechecks',
   verificationMismatches: 'verificationMismatches',
   wayBack: 'wayBack',
+  coordination: 'coordination',
 });

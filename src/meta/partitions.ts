@@ -40,6 +40,12 @@ interface PartitionFields {
   min: string;
   /** Exclusive upper `_id` bound (MaxKey for the last range, read as unbounded), packed. */
   max: string;
+  /**
+   * A chunk of a sharded collection read on its shard (several instances, src/coordination/): the
+   * packed document `{hint, min, max}` of its shard-key index bounds; `order` is then `natural` (no
+   * `_id` checkpoint: an interrupted chunk is read again, documents already written tolerated).
+   */
+  range?: string;
   estimatedBytes: number;
   status: PartitionStatus;
   /** `_id` of the last document written with every earlier one, packed (absent before the first checkpoint). */
@@ -70,6 +76,8 @@ export interface PlannedPartition {
   order: 'id' | 'natural';
   min: string;
   max: string;
+  /** See PartitionFields.range. */
+  range?: string;
   estimatedCount: number;
   estimatedBytes: number;
 }

@@ -165,6 +165,39 @@ export interface SyncContext {
    * destination's check never takes it for someone else's.
    */
   changingCatalog<T>(namespaces: readonly CatalogName[], change: () => Promise<T>): Promise<T>;
+  /**
+   * Set when this instance is one of several, one per source shard (`--id <shardId>`,
+   * src/coordination/): the phases copy and apply this shard's share and meet the other instances
+   * at the cluster-wide steps. Absent for a single instance.
+   */
+  coordination?: Coordination;
+}
+
+/**
+ * The steps instances of one migration meet at (src/coordination/). Each instance records the
+ * steps it reaches; the coordinator's are its decisions (`prepared`, `indexesBuilt`, `commitPoint`,
+ * `restored`), which the others wait for.
+ */
+export type CoordinationStep =
+  'started' | 'prepared' | 'copied' | 'indexesBuilt' | 'commitRequested' | 'commitPoint' | 'drained' | 'restored' | 'committed';
+
+/** What a phase of a coordinated instance uses of its coordination (src/coordination/coordination.ts). */
+export interface Coordination {
+  /** This instance's source shard (its `--id`), read directly by the copy and change-event application. */
+  readonly shard: { id: string; cluster: Cluster };
+  /** Every instance of the migration: the source's shard IDs, `listShards` order. */
+  readonly members: readonly string[];
+  /** The instance that runs the cluster-wide steps. */
+  readonly coordinatorId: string;
+  readonly isCoordinator: boolean;
+  /** Records (majority, fenced by this instance's lease) that this instance reached `step`, with a value when it decides one. */
+  reach(step: CoordinationStep, value?: unknown): Promise<void>;
+  /** Waits until every instance reached `step` (progress names those missing meanwhile); false when `stopped()` first. */
+  awaitAll(step: CoordinationStep, stopped: () => boolean): Promise<boolean>;
+  /** Waits until the coordinator reached `step`: its value (`{}` without one), or undefined when `stopped()` first. */
+  awaitCoordinator(step: CoordinationStep, stopped: () => boolean): Promise<{ value?: unknown } | undefined>;
+  /** The coordinator's decision at `step` if it has taken it (`{}` without a value), read once. */
+  decision(step: CoordinationStep): Promise<{ value?: unknown } | undefined>;
 }
 
 /** A namespace, or a whole database (no `coll`), whose catalog entry Ferry changes. */

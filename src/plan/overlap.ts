@@ -78,10 +78,13 @@ export async function findOverlap(
   id: string,
   request: StartRequest,
   selected: readonly string[],
+  /** The other instances of this migration (one per source shard): theirs is this sync. */
+  fellows: readonly string[] = [],
 ): Promise<Overlap | undefined> {
   // A document without a request is not a sync Ferry recorded: nothing to compare.
   const others = (await new ResumeStore(new MetadataStore(destination, id)).all()).filter(
-    (doc) => doc._id !== id && doc.state !== 'COMMITTED' && typeof doc.request === 'object' && doc.request !== null,
+    (doc) =>
+      doc._id !== id && !fellows.includes(doc._id) && doc.state !== 'COMMITTED' && typeof doc.request === 'object' && doc.request !== null,
   );
   const mine: SyncSelection = { selector: selectorFor(request), names: [...selected, ...literalNamespaces(request)] };
   for (const other of others) {

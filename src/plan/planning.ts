@@ -10,7 +10,7 @@
  * built. Then the sync enters `copying`.
  */
 import { isNamespaceNotFound } from '../cluster/errors.js';
-import { clusterTopology, shardedCollections, type ShardedCollection } from '../cluster/sharding.js';
+import { clusterTopology, databasePrimaries, shardedCollections, type ShardedCollection } from '../cluster/sharding.js';
 import { PLANNING_CHUNK, PLANNING_PARALLELISM } from '../config/settings.js';
 import { indexBuildTime } from '../domain/catalog.js';
 import { namespaceOf } from '../domain/namespaces.js';
@@ -25,6 +25,7 @@ import { createOnDestination } from './destination.js';
 import { forEachBounded } from './for-each-bounded.js';
 import { buildPendingIndexes, IndexBuildProgress } from './index-builds.js';
 import { selectorFor } from './namespaces.js';
+import { planShardShare, type ShardShareOptions } from './shard-share.js';
 import { destinationShardKey, shardOnDestination } from './sharding.js';
 
 export class Planning implements Phase {
@@ -87,11 +88,15 @@ export class Planning implements Phase {
       logger.info({ namespaces: catalog.length }, `Source catalog recorded: ${catalog.length} namespace(s)`);
     }
     const records = await this.#namespaces.list();
+    // Several instances: the coordinator alone prepares the destination (once, for every
+    // instance); each instance plans its own share of the copy.
+    const coordination = this.#context.coordination;
+    const prepares = coordination === undefined || coordination.isCoordinator;
     // Each step waits on a cluster round trip per namespace: several namespaces at once, and their
     // records written a chunk at a time, so that thousands of small collections are planned in
     // seconds, not minutes. A chunk's records are written once all of it is done: a crash redoes
     // at most one chunk, and each step can be redone.
-    const collections = records.filter((r) => r.type === 'collection' && !r.created);
+    const collections = prepares ? records.filter((r) => r.type === 'collection' && !r.created) : [];
     for (let at = 0; at < collections.length && !this.#stopping; at += PLANNING_CHUNK) {
       const chunk = collections.slice(at, at + PLANNING_CHUNK);
       await forEachBounded(chunk, PLANNING_PARALLELISM, (record) => createOnDestination(destination.client, record));
@@ -101,7 +106,7 @@ export class Planning implements Phase {
       );
     }
     // Views after every collection and one at a time, in namespace order, so a view's source exists when it is created.
-    for (const view of records.filter((r) => r.type === 'view' && !r.created)) {
+    for (const view of records.filter((r) => prepares && r.type === 'view' && !r.created)) {
       if (this.#stopping) break;
       await createOnDestination(destination.client, view);
       await this.#namespaces.markDone(view, 'created');
@@ -113,18 +118,23 @@ export class Planning implements Phase {
       await this.#partitionChunk(unplanned.slice(at, at + PLANNING_CHUNK), settings.partitionBytes);
     }
     // Sharded before anything is copied, so the copy loads every shard from its first byte.
-    for (const record of records) {
+    for (const record of prepares ? records : []) {
       if (this.#stopping) return 'stopped';
       if (record.sharding === undefined || record.sharded === true) continue;
       await shardOnDestination(source.client, destination.client, record, logger);
       await this.#namespaces.markDone(record, 'sharded');
     }
     if (this.#stopping) return 'stopped';
-    if (buildTime === 'beforeCopy') {
+    if (buildTime === 'beforeCopy' && prepares) {
       this.#indexes.count(records);
       if (!(await buildPendingIndexes(destination.client, records, this.#namespaces, this.#indexes, logger, () => this.#stopping))) {
         return 'stopped';
       }
+    }
+    if (coordination !== undefined) {
+      // No instance copies before the destination is prepared.
+      if (coordination.isCoordinator) await coordination.reach('prepared');
+      else if ((await coordination.awaitCoordinator('prepared', () => this.#stopping)) === undefined) return 'stopped';
     }
     await this.#context.enterSyncPhase('copying');
     return 'done';
@@ -141,11 +151,20 @@ export class Planning implements Phase {
     return { source: await shardedCollections(source.client) };
   }
 
+  /** Several instances: what this instance's share of the copy is planned from (shard-share.ts); undefined alone. */
+  async #shareOptions(): Promise<Omit<ShardShareOptions, 'partitionBytes' | 'natural'> | undefined> {
+    const { coordination, source } = this.#context;
+    if (coordination === undefined) return undefined;
+    const [sharded, primaries] = await Promise.all([shardedCollections(source.client), databasePrimaries(source.client)]);
+    return { router: source.client, shard: { id: coordination.shard.id, client: coordination.shard.cluster.client }, sharded, primaries };
+  }
+
   /** Measures, samples and splits collections into partitions (several at once); records their plans together. */
   async #partitionChunk(chunk: readonly NamespaceRecord[], partitionBytes: number): Promise<void> {
     const { source, logger } = this.#context;
     const { request, settings } = this.#context;
     const planned: { record: NamespaceRecord; plan: CollectionCopyPlan }[] = [];
+    const share = await this.#shareOptions();
     await forEachBounded(chunk, PLANNING_PARALLELISM, async (record) => {
       const collection = source.client.db(record.db).collection(record.coll);
       const natural = {
@@ -153,7 +172,11 @@ export class Planning implements Phase {
         detectRandomId: request.detectRandomId !== false,
         randomIdMinBytes: settings.randomIdMinBytes,
       };
-      const plan = await planCollectionCopy(collection, record.sourceOptions, partitionBytes, natural).catch((error: unknown) => {
+      const planning =
+        share === undefined
+          ? planCollectionCopy(collection, record.sourceOptions, partitionBytes, natural)
+          : planShardShare(record, record.sourceOptions, { ...share, partitionBytes, natural });
+      const plan = await planning.catch((error: unknown) => {
         if (!isNamespaceNotFound(error)) throw error;
         // Dropped or renamed since the catalog was read (after T0): nothing to copy; change-event application replays it.
         logger.info(

@@ -52,6 +52,8 @@ import {
 } from '../errors/errors.js';
 import { createNamespaceSelector, selectorFor } from './namespaces.js';
 import { findOverlap, selectedNamespaces } from './overlap.js';
+import { ResumeStore } from '../meta/resume.js';
+import { MetadataStore } from '../meta/store.js';
 import { checkShardingEntries } from './sharding-rules.js';
 
 export interface PreflightOptions {
@@ -61,6 +63,12 @@ export interface PreflightOptions {
    * Default: the single instance's (`DEFAULT_INSTANCE_ID`).
    */
   id?: string;
+  /**
+   * Several instances, one per source shard (src/coordination/): every instance's id, this one's
+   * among them. Their syncs are parts of this one: they do not overlap it, and what they already
+   * wrote to the destination does not make it non-empty. Absent: this instance runs alone.
+   */
+  fellows?: readonly string[];
 }
 
 /** Most namespaces named in a DestinationNotEmpty description. */
@@ -353,8 +361,9 @@ export async function runPreflight(request: StartRequest, options: PreflightOpti
     const [sourceHello, destinationHello] = await Promise.all([helloOf(source, sourceClient), helloOf(destination, destinationClient)]);
     const [sourceTopology, destinationTopology] = [topologyOf(sourceHello), topologyOf(destinationHello)];
     checkTopologies(request, sourceTopology, destinationTopology, options.clusters);
+    // An instance of several has had its id checked against the source's shards (src/coordination/membership.ts).
     checkInstanceId(
-      options.id ?? DEFAULT_INSTANCE_ID,
+      options.fellows === undefined ? (options.id ?? DEFAULT_INSTANCE_ID) : DEFAULT_INSTANCE_ID,
       { [request.source]: sourceTopology, [request.destination]: destinationTopology } as Record<ClusterName, Topology>,
       options.clusters,
     );
@@ -386,7 +395,7 @@ export async function runPreflight(request: StartRequest, options: PreflightOpti
       );
     }
     const overlap = await ask(destination, "reading other instances' metadata", () =>
-      findOverlap(destinationClient, options.id ?? DEFAULT_INSTANCE_ID, request, selected),
+      findOverlap(destinationClient, options.id ?? DEFAULT_INSTANCE_ID, request, selected, options.fellows ?? []),
     );
     if (overlap !== undefined) {
       const named = overlap.namespaces.slice(0, NAMESPACES_NAMED).join(', ');
@@ -398,7 +407,10 @@ export async function runPreflight(request: StartRequest, options: PreflightOpti
       );
     }
 
-    await checkDestinationEmpty(destinationClient, destination, request);
+    const fellowsStarted =
+      options.fellows !== undefined &&
+      (await ask(destination, "reading other instances' metadata", () => fellowSyncs(destinationClient, options.fellows!))) > 0;
+    if (!fellowsStarted) await checkDestinationEmpty(destinationClient, destination, request);
     if (request.skipDiskSpaceCheck !== true) {
       await checkDiskSpace({ client: sourceClient, endpoint: source }, { client: destinationClient, endpoint: destination }, request);
     }
@@ -406,4 +418,10 @@ export async function runPreflight(request: StartRequest, options: PreflightOpti
   } finally {
     await Promise.allSettled([sourceClient.close(), destinationClient.close()]);
   }
+}
+
+/** How many of the fellow instances of a migration have a sync recorded on the destination, not committed. */
+async function fellowSyncs(destination: MongoClient, fellows: readonly string[]): Promise<number> {
+  const docs = await new ResumeStore(new MetadataStore(destination, fellows[0]!)).all();
+  return docs.filter((doc) => fellows.includes(String(doc._id)) && doc.state !== 'COMMITTED').length;
 }

@@ -147,7 +147,7 @@ export function buildProgress(inputs: ProgressInputs): Progress {
       Destination: describeCluster(inputs.clusters[request.destination]),
     },
     mongosyncID: inputs.id,
-    coordinatorID: inputs.id,
+    coordinatorID: snapshot.coordinatorID ?? inputs.id,
     verification: snapshot.verification ?? null,
     warnings: [...inputs.warnings, ...snapshot.warnings, ...stateWarnings(state, request, inputs.clusters)],
     estimatedSecondsToCEACatchup:

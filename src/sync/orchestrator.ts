@@ -41,7 +41,7 @@
  *   halt it with the rest. It never fails the sync (it retries by itself) and is told of a commit.
  */
 import type { Cluster } from '../cluster/connect.js';
-import { openCluster } from '../cluster/connect.js';
+import { addressOf, openCluster } from '../cluster/connect.js';
 import { setUserWriteBlocking } from '../cluster/commands.js';
 import { asClusterError, isTransient, onCluster } from '../cluster/errors.js';
 import { ClusterHealth } from '../cluster/health.js';
@@ -64,6 +64,8 @@ import type { CommitPhase, PhaseFactories, PhaseStatus, ReversePhase } from '../
 import { mergeStatuses, sumCounters } from '../phase/status.js';
 import { runPreflight } from '../plan/preflight.js';
 import { findRecordedSync } from '../recovery/find-sync.js';
+import { InstanceCoordination } from '../coordination/coordination.js';
+import { resolveMembership } from '../coordination/membership.js';
 import { beginSync, checkWriteBlockingPrivileges } from './begin.js';
 import { changeApplicationHandoff, syncContext, type ActiveSync, type Run } from './run.js';
 
@@ -172,12 +174,14 @@ export class SyncOrchestrator implements SyncControl {
     const found = await findRecordedSync(this.#options.clusters, this.#options.id, this.#logger);
     if (found === undefined) return undefined;
     const sync = this.#target(found.doc.request);
+    await this.#join(sync);
     // A live Ferry still running this sync (it renews its lease) is refused; a dead one's lease is taken over.
     await sync.lease.acquire(this.#options.settings.leaseDurationMs + sync.lease.renewIntervalMs).catch((error: unknown) => {
       throw asClusterError(sync.destination.endpoint, 'taking the lease of the sync', error);
     });
     sync.lease.keep();
     this.#sync = sync;
+    sync.coordination?.watch(() => this.#localReady());
     // Read again under the lease: the holder before may have written since.
     const doc = (await sync.resume.read()) ?? found.doc;
     this.#committed = doc.state === 'COMMITTED';
@@ -210,13 +214,48 @@ export class SyncOrchestrator implements SyncControl {
   }
 
   async preflight(request: StartRequest): Promise<void> {
-    const { warnings } = await runPreflight(request, { clusters: this.#options.clusters, id: this.#options.id });
+    // Several instances: the id must be a source shard (refused by name otherwise), and the fellow instances' syncs are this one's.
+    const membership = await resolveMembership(this.#cluster(request.source), this.#options.id);
+    const { warnings } = await runPreflight(request, {
+      clusters: this.#options.clusters,
+      id: this.#options.id,
+      ...(membership === undefined ? {} : { fellows: membership.members }),
+    });
     this.#preflightWarnings = warnings;
+  }
+
+  /**
+   * Several instances, one per source shard: this one's coordination (src/coordination/), with a
+   * client of its own shard; nothing when it runs alone.
+   */
+  async #join(sync: ActiveSync): Promise<void> {
+    const membership = await resolveMembership(sync.source, this.#options.id);
+    if (membership === undefined) return;
+    const endpoint = {
+      ...sync.source.endpoint,
+      uri: membership.shardUri,
+      address: addressOf(membership.shardUri) ?? membership.shard.host,
+    };
+    sync.coordination = new InstanceCoordination({
+      store: sync.store,
+      shard: { id: membership.shard.id, cluster: openCluster(endpoint) },
+      members: membership.members,
+      request: sync.request,
+      logger: this.#logger,
+    });
+    this.#logger.info(
+      { shard: membership.shard.id, members: membership.members, coordinator: sync.coordination.coordinatorId },
+      `One of ${membership.members.length} instances (one per source shard): this one syncs shard "${membership.shard.id}"`,
+    );
   }
 
   async start(request: StartRequest): Promise<void> {
     const sync = this.#target(request);
+    await this.#join(sync);
+    // A different request than another instance got is refused before anything is written.
+    await sync.coordination?.refuseDifferent();
     const doc = await beginSync(sync, this.#options.id, this.#options.ferryVersion ?? 'unknown');
+    await sync.coordination?.register();
     if (request.preExistingDestinationData === true) {
       this.#logger.warn(
         'ATTENTION! Data migration to a non-empty cluster is allowed with preExistingDestinationData set to true in the request to ' +
@@ -225,6 +264,7 @@ export class SyncOrchestrator implements SyncControl {
     }
     sync.lease.keep();
     this.#sync = sync;
+    sync.coordination?.watch(() => this.#localReady());
     sync.health.start();
     this.#logger.info(
       { startAtOperationTime: doc.startAtOperationTime.toString(), epoch: sync.lease.epoch },
@@ -254,7 +294,9 @@ export class SyncOrchestrator implements SyncControl {
     sync.run = run;
     sync.application = this.#options.phases.changeApplication(context);
     sync.applicationStarted = false;
-    const verifies = sync.request.verification.enabled && this.#options.settings.verification.enabled;
+    // Several instances: the coordinator verifies the whole migration (through the mongos).
+    const verifies =
+      sync.request.verification.enabled && this.#options.settings.verification.enabled && sync.coordination?.isCoordinator !== false;
     sync.verification = verifies ? this.#options.phases.verification?.(context) : undefined;
     sync.verificationStarted = false;
     await Promise.all([...run.sequence, sync.application, sync.verification].map((phase) => phase?.recover()));
@@ -439,6 +481,10 @@ export class SyncOrchestrator implements SyncControl {
     this.#unwatchDestination();
     await this.#halt(sync);
     await this.#recordState(sync, 'PAUSED');
+    // Several instances: the others say so until each got pause too.
+    await sync.coordination?.command('pause').catch((error: unknown) => {
+      throw asClusterError(sync.destination.endpoint, 'recording the pause for the other instances', error);
+    });
   }
 
   async resume(): Promise<void> {
@@ -449,6 +495,9 @@ export class SyncOrchestrator implements SyncControl {
     await this.#halt(sync);
     await this.#checkDestination(sync, 'resume');
     await this.#recordState(sync, 'RUNNING');
+    await sync.coordination?.command('resume').catch((error: unknown) => {
+      throw asClusterError(sync.destination.endpoint, 'recording the resume for the other instances', error);
+    });
     this.#recoveredFailure = undefined;
     const doc = await sync.resume.read();
     if (doc === null) throw new InvalidStateTransition(new MetadataMissing({ record: 'resume document' }).message);
@@ -599,7 +648,10 @@ export class SyncOrchestrator implements SyncControl {
     const outage = sync.health.warnings({ source: sync.source.endpoint, destination: sync.destination.endpoint });
     const health: PhaseStatus = { warnings: outage, ...(outage.length > 0 ? { readyToCommit: false } : {}) };
     const final: PhaseStatus = this.#final === undefined ? {} : { info: stoppedInfo(this.#final.code), readyToCommit: false };
-    const snapshot = mergeStatuses([recovered, ...this.#statuses(), health, final]);
+    // Several instances: canCommit only when every instance can; who is waited for is said.
+    const coordination: PhaseStatus = sync.coordination?.status() ?? {};
+    const snapshot = mergeStatuses([recovered, ...this.#statuses(), health, final, coordination]);
+    if (sync.coordination !== undefined) snapshot.coordinatorID = sync.coordination.coordinatorId;
     snapshot.tuning = tuning;
     // The health watch's pings give mongosync's pingLatencyMs too (-1: the last ping was not answered).
     snapshot.pingLatencyMs = {};
@@ -609,6 +661,14 @@ export class SyncOrchestrator implements SyncControl {
     }
     snapshot.eventsApplied -= this.#eventsBeforeReverse;
     return snapshot;
+  }
+
+  /** Whether this instance alone could commit now (what it publishes to the other instances). */
+  #localReady(): boolean {
+    const sync = this.#sync;
+    if (sync === undefined || this.#final !== undefined) return false;
+    const outage = sync.health.warnings({ source: sync.source.endpoint, destination: sync.destination.endpoint });
+    return outage.length === 0 && mergeStatuses(this.#statuses()).readyToCommit;
   }
 
   async verificationReport(skip: number, limit: number): Promise<VerificationReport | null> {
@@ -643,6 +703,8 @@ export class SyncOrchestrator implements SyncControl {
       const stopping = [sync.commit?.stop(), sync.reverse?.stop()];
       await this.#halt(sync);
       await Promise.all([...stopping, sync.committing, sync.reversing]);
+      sync.coordination?.stop();
+      await sync.coordination?.shard.cluster.client.close().catch(() => undefined);
       // A restart takes over at once; the lease expires by itself if this never runs.
       await sync.lease.release();
       await sync.health.stop();

@@ -21,6 +21,7 @@ import type {
   VerificationPhase,
 } from '../phase/contract.js';
 import type { SyncTarget } from './begin.js';
+import type { InstanceCoordination } from '../coordination/coordination.js';
 
 /** One run of the sync: its phases, from a launch to a pause, a failure or the end. */
 export interface Run {
@@ -53,6 +54,8 @@ export interface ActiveSync extends SyncTarget {
   health: ClusterHealth;
   /** Notices changes to the destination Ferry did not make; set once the sync's resume document is known. */
   guard?: DestinationGuard;
+  /** Set when this instance is one of several, one per source shard (src/coordination/). */
+  coordination?: InstanceCoordination;
 }
 
 /** The earlier of two times, either possibly absent. */
@@ -87,6 +90,7 @@ export function syncContext(
       earliest(sync.health.of(sync.source.endpoint)?.unreachableSince, sync.health.of(sync.destination.endpoint)?.unreachableSince),
     checkDestination: async () => sync.guard?.check(),
     changingCatalog: (names, change) => (sync.guard === undefined ? change() : sync.guard.changing(names, change)),
+    ...(sync.coordination === undefined ? {} : { coordination: sync.coordination }),
   };
 }
 

@@ -160,7 +160,7 @@ async function assertSameData(destination: MongoClient, db: string): Promise<voi
 
 describe('sharded source through its mongos', () => {
   // First: once a sync committed, the destination remembers it (the default id's state).
-  it('refuses sharding entries, a replicaSet option on a mongos, another --id and a running source balancer, writing nothing', async () => {
+  it('refuses sharding entries, a replicaSet option on a mongos, an --id that is no source shard and a running source balancer, writing nothing', async () => {
     const db = `refused_${RUN}`;
     await source
       .db(db)
@@ -181,7 +181,8 @@ describe('sharded source through its mongos', () => {
     };
     const entry = { database: db, collection: 'things', shardCollection: { key: [{ _id: 1 }] } };
     await expectRefused([], { sharding: { createSupportingIndexes: false, shardingEntries: [entry] } }, 'ShardingNotAllowed', /sharding/);
-    await expectRefused(['--id', 'shard01'], {}, 'InstanceIdNotAllowed', /--id/);
+    // An id that is not a source shard (a shard's id makes the instance one of several: multi-instance.test.ts).
+    await expectRefused(['--id', 'shard77'], {}, 'InstanceIdNotAllowed', /--id "shard77" is not a shard of the source.*"shard01"/);
     const url = new URL(sourceUri);
     url.searchParams.set('replicaSet', 'rs0');
     const withReplicaSet = url.toString();

@@ -13,6 +13,7 @@
  *   copy, plus what this run's workers have written since (shared counters);
  * - `indexBuilding`: indexes and collections whose builds are done, of those to build.
  */
+import { appendOplogNote } from '../cluster/commands.js';
 import { indexBuildTime } from '../domain/catalog.js';
 import { namespaceOf } from '../domain/namespaces.js';
 import { NamespaceRecords, type NamespaceRecord } from '../meta/namespaces.js';
@@ -142,6 +143,13 @@ export class InitialCopy implements Phase {
     };
   }
 
+  /** Waits until change-event application has applied the source's changes up to now (index-builds.ts). */
+  async #changeEventsCaughtUp(): Promise<boolean> {
+    const { source, store } = this.#context;
+    const now = await appendOplogNote(source, 'an index build waits for change events', store.instance);
+    return this.#context.changeEventsCaughtUp(now);
+  }
+
   #beginCopy(records: readonly NamespaceRecord[], recordedBytes: number): void {
     this.#totalBytes = records.reduce((sum, record) => sum + record.sourceBytes, 0);
     this.#recordedBytes = recordedBytes;
@@ -161,7 +169,15 @@ export class InitialCopy implements Phase {
       await this.#context.enterSyncPhase(indexBuildTime(request.buildIndexes) === 'afterCopy' ? 'buildingIndexes' : 'copied');
     }
     if (this.#context.syncPhase() === 'buildingIndexes') {
-      const built = await buildPendingIndexes(destination.client, records, this.#namespaces, this.#indexes, logger, () => this.#stopping);
+      const built = await buildPendingIndexes(
+        destination.client,
+        records,
+        this.#namespaces,
+        this.#indexes,
+        logger,
+        () => this.#stopping,
+        () => this.#changeEventsCaughtUp(),
+      );
       if (!built) return 'stopped';
       await this.#context.enterSyncPhase('copied');
     }

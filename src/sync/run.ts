@@ -87,6 +87,7 @@ export function syncContext(
       earliest(sync.health.of(sync.source.endpoint)?.unreachableSince, sync.health.of(sync.destination.endpoint)?.unreachableSince),
     checkDestination: async () => sync.guard?.check(),
     changingCatalog: (names, change) => (sync.guard === undefined ? change() : sync.guard.changing(names, change)),
+    changeEventsCaughtUp: async (time) => (sync.application === undefined ? false : sync.application.caughtUpTo(time)),
   };
 }
 

@@ -1,8 +1,8 @@
 /**
  * Partitioning the copy of a sharded source: `_id` ranges (what the copy does: each range read
  * through mongos with `hint: {_id: 1}`, `min`/`max`, so mongos sends it to every shard) against
- * chunk ranges (each range inside one chunk, read with `hint` on the shard key index and
- * `min`/`max` on the key, so mongos targets the one shard that owns it). Issue 12 asks to choose by
+ * chunk ranges (each range inside one chunk, read with a filter on the shard key and `hint` on its
+ * index, so mongos targets the one shard that owns it). Issue 12 asks to choose by
  * measurement.
  *
  * A 2-shard test cluster; a collection sharded on a ranged key `k` (uniform random), split into 4
@@ -29,6 +29,7 @@ const KEY_SPACE = 1_000_000;
 const NS = { db: 'bench', coll: 'sharded' };
 
 interface Range {
+  filter: Document;
   hint: Document;
   min?: Document;
   max?: Document;
@@ -69,16 +70,13 @@ async function readAll(client: MongoClient, ranges: readonly Range[]): Promise<n
       const cursor = client
         .db(NS.db)
         .collection(NS.coll)
-        .find(
-          {},
-          {
-            hint: range.hint,
-            ...(range.min ? { min: range.min } : {}),
-            ...(range.max ? { max: range.max } : {}),
-            raw: true,
-            batchSize: 1000,
-          },
-        );
+        .find(range.filter, {
+          hint: range.hint,
+          ...(range.min ? { min: range.min } : {}),
+          ...(range.max ? { max: range.max } : {}),
+          raw: true,
+          batchSize: 1000,
+        });
       for await (const doc of cursor) bytes += (doc as unknown as Uint8Array).length;
     }
   };
@@ -86,14 +84,29 @@ async function readAll(client: MongoClient, ranges: readonly Range[]): Promise<n
   return bytes;
 }
 
-/** `count` ranges of one field from sorted boundary values (MinKey/MaxKey at the ends). */
-function rangesOf(field: string, bounds: readonly unknown[]): Range[] {
+/** `_id` ranges from sorted boundaries, as the copy reads them: index bounds, no filter (mongos sends each to every shard). */
+function idRangesOf(bounds: readonly unknown[]): Range[] {
   const edges = [new MinKey(), ...bounds, new MaxKey()];
   return edges.slice(0, -1).map((min, i) => {
-    const range: Range = { hint: { [field]: 1 } };
-    if (i > 0) range.min = { [field]: min };
-    if (i < edges.length - 2) range.max = { [field]: edges[i + 1] };
+    const range: Range = { filter: {}, hint: { _id: 1 } };
+    if (i > 0) range.min = { _id: min };
+    if (i < edges.length - 2) range.max = { _id: edges[i + 1] };
     return range;
+  });
+}
+
+/**
+ * Shard-key ranges from sorted boundaries, each as a filter on the key: mongos targets a query by
+ * its filter (not by `min`/`max`), so each goes to the one shard owning its chunk.
+ */
+function keyRangesOf(field: string, bounds: readonly number[]): Range[] {
+  const edges = [undefined, ...bounds, undefined];
+  return edges.slice(0, -1).map((min, i) => {
+    const max = edges[i + 1];
+    const condition: Document = {};
+    if (min !== undefined) condition.$gte = min;
+    if (max !== undefined) condition.$lt = max;
+    return { filter: Object.keys(condition).length === 0 ? {} : { [field]: condition }, hint: { [field]: 1 } };
   });
 }
 
@@ -152,8 +165,8 @@ try {
   const idBounds = Array.from({ length: partitions - 1 }, (_, i) => ids[Math.floor(((i + 1) * ids.length) / partitions)]!);
   // Chunk ranges: each chunk cut into equal key ranges, partitions in all (a multiple of 4 keeps each inside a chunk).
   const keyBounds = Array.from({ length: partitions - 1 }, (_, i) => Math.round(((i + 1) * KEY_SPACE) / partitions));
-  const idRanges = rangesOf('_id', idBounds);
-  const chunkRanges = rangesOf('k', keyBounds);
+  const idRanges = idRangesOf(idBounds);
+  const chunkRanges = keyRangesOf('k', keyBounds);
   const pids = { mongos: cluster.mongos.pid!, shards: cluster.shards.map((s) => s.pid!) };
   const shardUris = cluster.shards.map((s) => s.uri);
   for (let run = 1; run <= runs; run++) {

@@ -21,6 +21,8 @@
  * every batch, read again after each DDL: writes through mongos carry them (write-plan.ts). When the copy is complete, at a barrier, the
  * deletes applied during it are checked again (tombstones.ts), and that moment's source time is
  * recorded: renames older than it may have raced the copy and re-read their collection.
+ * `caughtUpTo` tells another phase when events through a source time are applied (an index build
+ * after the copy waits for it: src/plan/index-builds.ts).
  *
  * The resume token recorded (src/meta/change-stream.ts) is always one up to which everything is durably
  * applied: the lanes' watermark, at reader-batch granularity (each batch's
@@ -107,6 +109,10 @@ export class ChangeEventApplier implements ChangeApplication {
   #hotEventsSkipped = 0;
   /** Shard keys of the collections sharded on the destination, by `db.coll` (undefined: none is). */
   #shardKeys: Record<string, ShardKeyPattern> | undefined;
+  /** Those waiting for events through a source time to be applied (`caughtUpTo`). */
+  #catchUps: { time: Timestamp; resolve: (reached: boolean) => void }[] = [];
+  /** Waiting at a DDL barrier for the initial copy: every event before it is applied. */
+  #waitingForCopy = false;
 
   constructor(context: SyncContext) {
     this.#context = context;
@@ -146,7 +152,10 @@ export class ChangeEventApplier implements ChangeApplication {
   start(): Promise<PhaseOutcome> {
     this.#oplog.start();
     this.#running ??= this.#run()
-      .finally(() => this.#oplog.stop())
+      .finally(() => {
+        this.#oplog.stop();
+        for (const { resolve } of this.#catchUps.splice(0)) resolve(false);
+      })
       .then(
         (): PhaseOutcome => (this.#target?.reached === true ? 'done' : 'stopped'),
         (error: unknown): PhaseOutcome => {
@@ -179,6 +188,24 @@ export class ChangeEventApplier implements ChangeApplication {
     await this.#running?.catch(() => undefined);
     if (this.#failure !== undefined) throw this.#failure;
     if (!this.#target.reached) throw new ApplicationStopped();
+  }
+
+  caughtUpTo(time: Timestamp): Promise<boolean> {
+    if (this.#running === undefined || this.#stopping || this.#failure !== undefined) return Promise.resolve(false);
+    return new Promise((resolve) => {
+      this.#catchUps.push({ time, resolve });
+      this.#settleCatchUps();
+    });
+  }
+
+  /** Tells those waiting for a source time that application has reached it (or waits for the copy). */
+  #settleCatchUps(): void {
+    const applied = this.#applied?.time;
+    this.#catchUps = this.#catchUps.filter(({ time, resolve }) => {
+      const reached = this.#waitingForCopy || notAfter(time, applied);
+      if (reached) resolve(true);
+      return !reached;
+    });
   }
 
   status(): PhaseStatus {
@@ -454,7 +481,13 @@ export class ChangeEventApplier implements ChangeApplication {
           { operationType: fields.operationType, ns: fields.ns, to: fields.to },
           'A DDL event on a collection the initial copy has not finished waits for the copy',
         );
-        await this.#until(() => this.#phase === 'copied');
+        this.#waitingForCopy = true;
+        this.#settleCatchUps();
+        try {
+          await this.#until(() => this.#phase === 'copied');
+        } finally {
+          this.#waitingForCopy = false;
+        }
         await this.#completeCopy(lanes);
       }
       const event = decodeDocument(bytes);
@@ -530,12 +563,14 @@ export class ChangeEventApplier implements ChangeApplication {
       this.#lag.applied(candidate.position.time);
       if (candidate.wallTimeMs !== undefined) this.#context.histograms.record('lagMs', Date.now() - candidate.wallTimeMs);
     }
+    this.#settleCatchUps();
   }
 
   /** Everything up to `position` is applied: make it the recorded resume point now. */
   async #record(position: StreamPosition): Promise<void> {
     this.#applied = position;
     this.#lag.applied(position.time);
+    this.#settleCatchUps();
     await this.#checkpoint();
   }
 

@@ -25,7 +25,9 @@
  * On a sharded destination: a collection created under a name `sharding.shardingEntries` lists
  * is sharded with its key as it is created (empty: mongod builds the key's index itself); a
  * source collection sharded during a sharded → sharded sync (`shardCollection`) is sharded on
- * the destination with the same key (src/plan/sharding.ts). A rename into another database
+ * the destination with the same key (src/plan/sharding.ts). A collection sharded on the
+ * destination and renamed during the initial copy (rule 8) is sharded anew under its new name
+ * and read whole, not renamed there (`#shardUnderNewName`). A rename into another database
  * during a replica set → sharded sync is refused (UnsupportedRename) before anything of it is
  * applied: mongosync does not support it, and it would leave a listed collection unsharded in
  * another database. mongod renames across databases by copying into `<db>.tmpXXXXX.renameCollection`
@@ -256,8 +258,11 @@ export class DdlApplier {
       await resyncCollection(this.#context, to, uuid);
       return;
     }
-    const renamed = await renameNamespace(destination, from, to);
     const record = (await records.get(from)) ?? (await records.get(to));
+    if (record?.sharding !== undefined && (duringCopy || record.incomplete === true) && (await this.#shardedDestination())) {
+      return this.#shardUnderNewName(from, to, record, uuid);
+    }
+    const renamed = await renameNamespace(destination, from, to);
     if (record !== undefined) await records.put({ ...record, db: to.db, coll: to.coll });
     await records.remove(from);
     if (!renamed && !(await namespaceExists(destination, to))) {
@@ -274,6 +279,30 @@ export class DdlApplier {
       );
       await resyncCollection(this.#context, to, uuid);
     }
+  }
+
+  /**
+   * Rule 8 (spec §3): a collection sharded on the destination renamed while the copy ran (so
+   * before its copy began, or while it ran) or whose read was cut short, which is read whole
+   * again anyway: dropped under its old name and sharded anew, with its key and chunks laid out,
+   * under the new one, then read whole. Not renamed on the destination: mongos renames a sharded
+   * collection only since 5.0, and the re-read brings every document. It stays sharded.
+   */
+  async #shardUnderNewName(from: Namespace, to: Namespace, record: NamespaceRecord, uuid: Binary | undefined): Promise<void> {
+    const { destination, records, logger } = this.#context;
+    logger.info(
+      { from: namespaceOf(from), to: namespaceOf(to), key: record.sharding?.key },
+      `rename of a collection sharded on the destination during the initial copy: ${namespaceOf(to)} is sharded anew and read whole`,
+    );
+    await dropNamespace(destination, from);
+    await dropNamespace(destination, to);
+    const { incomplete: _incomplete, ...rest } = record;
+    const moved: NamespaceRecord = { ...rest, db: to.db, coll: to.coll, sharded: false };
+    await records.put(moved);
+    await records.remove(from);
+    await createOnDestination(destination, moved);
+    await this.#shard(moved);
+    await resyncCollection(this.#context, to, uuid);
   }
 
   /** Whether `buildIndexes` has Ferry build this index on the destination. */

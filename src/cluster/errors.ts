@@ -30,6 +30,7 @@ export const SERVER_CODES = Object.freeze({
   NetworkTimeout: 89,
   ShutdownInProgress: 91,
   ReadConcernMajorityNotAvailableYet: 134,
+  CannotIndexParallelArrays: 171,
   QueryPlanKilled: 175,
   PrimarySteppedDown: 189,
   ExceededTimeLimit: 262,
@@ -42,6 +43,8 @@ export const SERVER_CODES = Object.freeze({
   InterruptedDueToReplStateChange: 11602,
   NotPrimaryNoSecondaryOk: 13435,
   NotPrimaryOrSecondary: 13436,
+  /** mongod's "Can't extract geo keys" (a 2dsphere index meeting a value that is no valid geometry). */
+  GeoKeysNotExtracted: 16755,
 });
 
 /**
@@ -102,6 +105,15 @@ export const isIndexOptionsConflict = (error: unknown): boolean => hasCode(error
 /** An index of that name exists with other options or another key. */
 export function isIndexConflict(error: unknown): boolean {
   return hasCode(error, SERVER_CODES.IndexOptionsConflict) || hasCode(error, SERVER_CODES.IndexKeySpecsConflict);
+}
+
+/**
+ * An index build refused because of what a document holds (two arrays under one compound index,
+ * a value that is no geometry under a 2dsphere index), not because of the index: on a destination
+ * still replaying change events, a shape the document may have only until its next event.
+ */
+export function isDocumentShapeIndexError(error: unknown): boolean {
+  return hasCode(error, SERVER_CODES.CannotIndexParallelArrays) || hasCode(error, SERVER_CODES.GeoKeysNotExtracted);
 }
 
 /** The source's oplog no longer holds a change stream's resume point. */

@@ -13,6 +13,7 @@
  *   copy, plus what this run's workers have written since (shared counters);
  * - `indexBuilding`: indexes and collections whose builds are done, of those to build.
  */
+import { appendOplogNote } from '../cluster/commands.js';
 import { indexBuildTime } from '../domain/catalog.js';
 import { namespaceOf } from '../domain/namespaces.js';
 import { NamespaceRecords, type NamespaceRecord } from '../meta/namespaces.js';
@@ -142,6 +143,13 @@ export class InitialCopy implements Phase {
     };
   }
 
+  /** Waits until change-event application has applied the source's changes up to now (index-builds.ts). */
+  async #changeEventsCaughtUp(): Promise<boolean> {
+    const { source, store } = this.#context;
+    const now = await appendOplogNote(source, 'an index build waits for change events', store.instance);
+    return this.#context.changeEventsCaughtUp(now);
+  }
+
   #beginCopy(records: readonly NamespaceRecord[], recordedBytes: number): void {
     this.#totalBytes = records.reduce((sum, record) => sum + record.sourceBytes, 0);
     this.#recordedBytes = recordedBytes;
@@ -170,7 +178,11 @@ export class InitialCopy implements Phase {
         if ((await coordination.awaitCoordinator('indexesBuilt', stopped)) === undefined) return 'stopped';
       } else {
         if (coordination !== undefined && !(await coordination.awaitAll('copied', stopped))) return 'stopped';
-        if (afterCopy && !(await buildPendingIndexes(destination.client, records, this.#namespaces, this.#indexes, logger, stopped))) {
+        const caughtUp = () => this.#changeEventsCaughtUp();
+        if (
+          afterCopy &&
+          !(await buildPendingIndexes(destination.client, records, this.#namespaces, this.#indexes, logger, stopped, caughtUp))
+        ) {
           return 'stopped';
         }
         await coordination?.reach('indexesBuilt');

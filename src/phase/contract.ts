@@ -81,6 +81,12 @@ export interface Phase {
 export interface ChangeApplication extends Phase {
   /** Applies every event through source time `time`, then stops with its position recorded (commit). */
   applyThrough(time: Timestamp): Promise<void>;
+  /**
+   * Resolves true once every event through source time `time` is applied, or once application
+   * waits at a DDL barrier for the initial copy (every event before that DDL applied, none after
+   * it until the copy is done); false when application stops or fails first. Application goes on.
+   */
+  caughtUpTo(time: Timestamp): Promise<boolean>;
 }
 
 /** Commit: begun while the request waits, finished in the background by `start`. */
@@ -165,6 +171,11 @@ export interface SyncContext {
    * destination's check never takes it for someone else's.
    */
   changingCatalog<T>(namespaces: readonly CatalogName[], change: () => Promise<T>): Promise<T>;
+  /**
+   * Resolves true once change-event application has applied the source's changes through `time`
+   * (as `ChangeApplication.caughtUpTo`); false when no application runs, or it stops first.
+   */
+  changeEventsCaughtUp(time: Timestamp): Promise<boolean>;
   /**
    * Set when this instance is one of several, one per source shard (`--id <shardId>`,
    * src/coordination/): the phases copy and apply this shard's share and meet the other instances

@@ -3,6 +3,13 @@
  * a few at once, each recorded in its namespace record when done, so that a restart builds only
  * what is left. Planning runs it with `beforeDataCopy`/`excludeHashed`, the initial copy after
  * the copy with `afterDataCopy`/`excludeHashedAfterCopy`; `indexBuilding` in progress counts it.
+ *
+ * After the copy, change-event application may still be replaying events onto documents the copy
+ * wrote in a newer version: until their last event is applied, a document can hold a shape the
+ * source held before the index existed there (two arrays under one compound index), and the build
+ * is refused for it (`isDocumentShapeIndexError`). Such a build waits until application has
+ * caught up with the source (`afterChangeEvents`) and is tried again once; refused again, the
+ * refusal is the documents' own and fails the build by its name.
  */
 import type { MongoClient } from 'mongodb';
 import { INDEX_BUILD_PARALLELISM } from '../config/settings.js';
@@ -10,6 +17,7 @@ import { namespaceOf } from '../domain/namespaces.js';
 import type { SyncSnapshot } from '../domain/sync-control.js';
 import type { Logger } from '../log/logger.js';
 import type { NamespaceRecord, NamespaceRecords } from '../meta/namespaces.js';
+import { isDocumentShapeIndexError } from '../cluster/errors.js';
 import { buildIndexesOnDestination } from './destination.js';
 import { forEachBounded } from './for-each-bounded.js';
 
@@ -46,7 +54,38 @@ export class IndexBuildProgress {
   }
 }
 
-/** Builds the indexes of every collection whose record says they are not built; false when `stopping()` came first. */
+/**
+ * Builds a collection's indexes; a build refused for a document's shape is tried again once
+ * `afterChangeEvents` says application has caught up (see the module comment). Undefined when
+ * stopping was asked while it waited (nothing built).
+ */
+async function buildCollectionIndexes(
+  destination: MongoClient,
+  record: NamespaceRecord,
+  logger: Logger,
+  stopping: () => boolean,
+  afterChangeEvents: (() => Promise<boolean>) | undefined,
+): Promise<number | undefined> {
+  try {
+    return await buildIndexesOnDestination(destination, record);
+  } catch (error) {
+    if (afterChangeEvents === undefined || !isDocumentShapeIndexError(error)) throw error;
+    logger.info(
+      { ns: namespaceOf(record), err: error },
+      'An index build met a document in a shape its pending change events replace: it waits for change-event application to catch up',
+    );
+    const caughtUp = await afterChangeEvents();
+    if (stopping()) return undefined;
+    if (!caughtUp) throw error;
+    return buildIndexesOnDestination(destination, record);
+  }
+}
+
+/**
+ * Builds the indexes of every collection whose record says they are not built; false when
+ * `stopping()` came first. `afterChangeEvents` (after the copy): resolves true once change-event
+ * application has caught up with the source as it is when called, false if it cannot.
+ */
 export async function buildPendingIndexes(
   destination: MongoClient,
   records: readonly NamespaceRecord[],
@@ -54,11 +93,13 @@ export async function buildPendingIndexes(
   progress: IndexBuildProgress,
   logger: Logger,
   stopping: () => boolean,
+  afterChangeEvents?: () => Promise<boolean>,
 ): Promise<boolean> {
   const pending = records.filter((record) => record.type === 'collection' && !record.indexesBuilt);
   await forEachBounded(pending, INDEX_BUILD_PARALLELISM, async (record) => {
     if (stopping()) return;
-    const built = await buildIndexesOnDestination(destination, record);
+    const built = await buildCollectionIndexes(destination, record, logger, stopping, afterChangeEvents);
+    if (built === undefined) return;
     await namespaces.markDone(record, 'indexesBuilt');
     if (built > 0) {
       progress.built(built);

@@ -91,6 +91,7 @@ export function syncContext(
     checkDestination: async () => sync.guard?.check(),
     changingCatalog: (names, change) => (sync.guard === undefined ? change() : sync.guard.changing(names, change)),
     ...(sync.coordination === undefined ? {} : { coordination: sync.coordination }),
+    changeEventsCaughtUp: async (time) => (sync.application === undefined ? false : sync.application.caughtUpTo(time)),
   };
 }
 

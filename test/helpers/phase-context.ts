@@ -42,6 +42,7 @@ export function commitContext(
     clusterOutageSince: () => undefined,
     checkDestination: async () => {},
     changingCatalog: (_names, change) => change(),
+    changeEventsCaughtUp: async () => false,
     changeApplication: {
       take: async () => {
         throw new Error('no change-event application in this test');

@@ -45,6 +45,11 @@ export interface ShardedClusterOptions {
   orphanCleanupDelaySecs?: number;
   /** Period of the balancer's rounds while it is on, in ms (default 10000). */
   balancerIntervalMs?: number;
+  /**
+   * Serve `configureFailPoint`/`waitForFailPoint` on every shard and the config server (mongod's
+   * `--setParameter enableTestCommands=1`; default false). The router has no fail points.
+   */
+  enableTestCommands?: boolean;
 }
 
 /** One process of the cluster. */
@@ -145,6 +150,7 @@ export async function spawnShardedCluster(options: ShardedClusterOptions, nodeAr
   if (options.oplogSizeMB !== undefined) nodeArgsCommon.push('--oplogSizeMB', String(options.oplogSizeMB));
   nodeArgsCommon.push('--noopIntervalMs', String(options.noopIntervalMs ?? DEFAULT_SHARDED_NOOP_INTERVAL_MS));
   if (options.ttlIntervalMs !== undefined) nodeArgsCommon.push('--ttlIntervalMs', String(options.ttlIntervalMs));
+  if (options.enableTestCommands) nodeArgsCommon.push('--setParameter', 'enableTestCommands=1');
   const started: Spawned[] = [];
   try {
     if (dir) {
@@ -237,6 +243,7 @@ export async function startShardedCluster(
     oplogSizeMB: options.oplogSizeMB,
     noopIntervalMs: options.noopIntervalMs ?? DEFAULT_SHARDED_NOOP_INTERVAL_MS,
     ttlIntervalMs: options.ttlIntervalMs,
+    enableTestCommands: options.enableTestCommands,
     users,
     auth: secured,
     internalCredentials: credentials,

@@ -71,7 +71,13 @@ describe('interference with what Ferry owns on the destination', { skip: LOCAL_O
       await ferry.waitForProgress((p) => p.canCommit === true, 30_000);
       assert.equal((await ferry.post('commit', {})).status, 200);
       const done = await ferry.waitForProgress((p) => p.state === 'COMMITTED', 30_000);
-      assert.deepEqual(done.warnings, []);
+      // The verifier may not have rescanned the DDL's namespaces when the commit came: it says so,
+      // which is not interference. Nothing else may be warned of.
+      const verifying = /^COMMIT REQUESTED WHILE Verification has not finished/;
+      assert.deepEqual(
+        done.warnings.filter((warning: string) => !verifying.test(warning)),
+        [],
+      );
     } finally {
       assert.equal(await ferry.stop(), 0);
     }

@@ -108,19 +108,23 @@ export interface PeerFigures {
   name: string;
   restoreFlags: string[];
   buildsIndexes: boolean;
-  MBps: number;
-  seconds: number;
-  cpuSecondsPerGB: number;
-  peakRssMB: number;
-  destinationCpuSecondsPerGB: number;
-  /** Every run's destination compared equal to the source. */
+  /** Medians over the runs where the tools succeeded (null when none did). */
+  MBps: number | null;
+  seconds: number | null;
+  cpuSecondsPerGB: number | null;
+  peakRssMB: number | null;
+  destinationCpuSecondsPerGB: number | null;
+  /** Every run succeeded and its destination compared equal to the source. */
   equal: boolean;
+  /** The runs where the tools failed: why. */
+  errors?: string[];
 }
 
 /** Ferry's throughput over the best peer's among `peers` (undefined when none qualify). */
 function ratioToBest(ferry: CopyMeasurement, peers: readonly PeerMeasurement[]): number | undefined {
-  const best = Math.max(...peers.map((peer) => peer.MBps));
-  return peers.length === 0 ? undefined : round(ferry.MBps / best);
+  const succeeded = peers.filter((peer) => peer.error === undefined);
+  const best = Math.max(...succeeded.map((peer) => peer.MBps));
+  return succeeded.length === 0 ? undefined : round(ferry.MBps / best);
 }
 
 export async function runCopyBenchmark(options: CopyBenchmarkOptions = {}): Promise<CopyBenchmarkResult & { path: string }> {
@@ -177,9 +181,9 @@ export async function runCopyBenchmark(options: CopyBenchmarkOptions = {}): Prom
       print(`run ${run + 1}/${runs}:`);
       print(`  ${describeMeasurement(ferry)}`);
       print(`  ${describeMeasurement(baseline)}`);
-      for (const peer of peers) print(`  ${describeMeasurement(peer)}`);
+      for (const peer of peers) print(`  ${peer.error === undefined ? describeMeasurement(peer) : `${peer.copier} FAILED: ${peer.error}`}`);
       print(`  Ferry / baseline throughput: ${ratio.toFixed(2)}x`);
-      if (peers.length > 0) print(`  Ferry / best peer throughput: ${ratioToBest(ferry, peers)!.toFixed(2)}x`);
+      if (peers.length > 0) print(`  Ferry / best peer throughput: ${ratioToBest(ferry, peers)?.toFixed(2) ?? 'none succeeded'}x`);
       for (const shard of ferry.destinationShards ?? []) {
         print(
           `  Ferry: ${shard.shard} CPU ${shard.cpuSeconds} s, ${shard.documents} documents (${(shard.documentShare * 100).toFixed(1)}%)`,
@@ -246,7 +250,9 @@ function peerFigures(
 ): Pick<CopyBenchmarkResult, 'peers' | 'ratioToBestPeer' | 'ratioToBestPeerWithIndexes' | 'ratioToBestPeerWithoutIndexes'> {
   const peers = PEER_CONFIGURATIONS.map((configuration, i): PeerFigures => {
     const runs = perRun.map((run) => run.peers![i]!);
-    const of = (field: keyof CopyMeasurement) => median(runs.map((m) => m[field] as number));
+    const succeeded = runs.filter((m) => m.error === undefined);
+    const of = (field: keyof CopyMeasurement) => (succeeded.length === 0 ? null : median(succeeded.map((m) => m[field] as number)));
+    const errors = runs.flatMap((m) => (m.error === undefined ? [] : [m.error]));
     return {
       name: configuration.name,
       restoreFlags: configuration.restoreFlags,
@@ -257,10 +263,13 @@ function peerFigures(
       peakRssMB: of('peakRssMB'),
       destinationCpuSecondsPerGB: of('destinationCpuSecondsPerGB'),
       equal: runs.every((m) => m.equal),
+      ...(errors.length === 0 ? {} : { errors }),
     };
   });
-  const ratio = (which: (peer: PeerMeasurement) => boolean) =>
-    median(perRun.map((run) => ratioToBest(run.ferry, run.peers!.filter(which))!));
+  const ratio = (which: (peer: PeerMeasurement) => boolean) => {
+    const ratios = perRun.flatMap((run) => ratioToBest(run.ferry, run.peers!.filter(which)) ?? []);
+    return ratios.length === 0 ? undefined : median(ratios);
+  };
   return {
     peers,
     ratioToBestPeer: ratio(() => true),

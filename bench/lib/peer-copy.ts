@@ -54,6 +54,8 @@ export interface PeerMeasurement extends CopyMeasurement {
   restoreFlags: string[];
   buildsIndexes: boolean;
   equal: boolean;
+  /** Why the tools failed (their last log lines); the figures then only say how long they ran. */
+  error?: string;
 }
 
 /** `mongodump | mongorestore` in `configuration` copies the source into a fresh destination, verified after. */
@@ -79,11 +81,16 @@ export function measurePeerCopy(options: CopyRunOptions, toolsDir: string, confi
       dump.stdout!.pipe(restore.stdin!);
       restore.stdin!.on('error', () => {}); // a failed restore closes the pipe: the exit codes say so
       const failures = (await Promise.all([exited(dump), exited(restore)])).filter((failure) => failure !== undefined);
-      if (failures.length > 0) throw new Error(`${configuration.name}: ${failures.join(', ')}: ${redactUris(log.trim())}`);
       const result = measurement(configuration.name, (performance.now() - started) / 1000, workload, sampler, destination.shards, TOOLS);
+      const identity = { restoreFlags: configuration.restoreFlags, buildsIndexes: configuration.buildsIndexes };
+      // A failed configuration is recorded, not fatal: the other copiers' figures still stand.
+      if (failures.length > 0) {
+        const lastLines = redactUris(log.trim()).split('\n').slice(-3).join(' | ');
+        return { ...result, ...identity, equal: false, error: `${failures.join(', ')}: ${lastLines}` };
+      }
       await checkCounts(destination.uri, workload, configuration.name);
       await verifyCopy(source.uri, destination.uri, configuration.name, configuration.buildsIndexes ? 'restored' : 'noIndexes');
-      return { ...result, restoreFlags: configuration.restoreFlags, buildsIndexes: configuration.buildsIndexes, equal: true };
+      return { ...result, ...identity, equal: true };
     } finally {
       for (const tool of TOOLS) sampler.forget(tool);
       for (const child of [dump, restore]) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');

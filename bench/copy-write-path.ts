@@ -5,7 +5,8 @@
  *    `raw` = the bytes copied into one batch buffer, pushed as one document-sequence chunk and
  *    framed once.
  * 2. End to end: one partition copied from a test cluster to another (each in its own process)
- *    by `copyPartition` in this process, per path, measuring wall time and this process's CPU.
+ *    by `copyPartition` in this process, per path (`wire`: Ferry's own connection, writev), measuring
+ *    wall time and this process's CPU.
  *
  *   npm run build && node dist/bench/copy-write-path.js [sizeMB=64] [runs=3]
  */
@@ -87,7 +88,7 @@ async function endToEnd(): Promise<void> {
       `\nEnd to end: one partition of ${(written / MiB).toFixed(1)} MiB (~1 KiB documents), batchBytes 8 MiB, 2 batches in flight:`,
     );
     for (let run = 1; run <= runs; run++) {
-      for (const writePath of ['decode', 'raw'] as WritePath[]) {
+      for (const writePath of ['decode', 'raw', 'wire'] as WritePath[]) {
         await destination.db(DB).dropDatabase();
         const resources: CopyResources & { histograms: HistogramSet } = {
           source,
@@ -118,7 +119,7 @@ async function endToEnd(): Promise<void> {
         const used = process.cpuUsage(cpu);
         const mib = outcome.copiedBytes / MiB;
         console.log(
-          `  run ${run} ${writePath.padEnd(6)} ${(mib / seconds).toFixed(1).padStart(6)} MiB/s wall, ` +
+          `  run ${run} ${outcome.writePath === writePath ? writePath.padEnd(6) : `${writePath}→${outcome.writePath}`} ${(mib / seconds).toFixed(1).padStart(6)} MiB/s wall, ` +
             `Ferry CPU ${((used.user + used.system) / 1000 / mib).toFixed(1)} ms per MiB, ` +
             `write p50 ${resources.histograms.percentiles('copyWriteLatencyMs').p50.toFixed(0)} ms`,
         );

@@ -340,7 +340,11 @@ export class WireWriter {
   async #findPrimary(): Promise<Target> {
     const hello = await this.#client.db('admin').command({ hello: 1 });
     if (hello.msg === 'isdbgrid') throw new WireUnsupported('a mongos');
-    if (typeof hello.setName !== 'string' || hello.isWritablePrimary !== true) throw new WireUnsupported('not a replica set primary');
+    if (typeof hello.setName !== 'string') throw new WireUnsupported('not a replica set');
+    // The driver has not yet seen an election: a passing condition, retried like one.
+    if (hello.isWritablePrimary !== true) {
+      throw new MongoServerError({ ok: 0, code: 10107, codeName: 'NotWritablePrimary', errmsg: 'the primary is changing' });
+    }
     const options = this.#client.options;
     // With directConnection the driver talks to the string's host as given; else to the set's own names.
     const address = options.directConnection ? options.hosts[0]!.toString() : (hello.me as string | undefined);
@@ -348,6 +352,9 @@ export class WireWriter {
     return targetOf(this.#client, address);
   }
 }
+
+// Replies that fail are thrown as the driver's own MongoServerError (its constructor is marked
+// internal, but it is how the rest of Ferry reads a server's code and labels: isTransient, retries).
 
 /** Whether an insert may be retried once, as a retryable write (the driver's rule). */
 function retryable(error: unknown): boolean {

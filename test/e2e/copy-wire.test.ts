@@ -121,14 +121,14 @@ describe('the wire write path [test cluster]', () => {
   let destination: MongoClient;
 
   before(async () => {
-    [sourceCluster, destinationCluster] = (await Promise.all([spawnCluster({ users: [ROOT] }), spawnCluster({ users: [ROOT] })])) as [
-      ClusterHandle,
-      ClusterHandle,
-    ];
+    [sourceCluster, destinationCluster] = (await Promise.all([
+      spawnCluster({ users: [ROOT] }),
+      spawnCluster({ users: [ROOT], enableTestCommands: true }),
+    ])) as [ClusterHandle, ClusterHandle];
     source = await MongoClient.connect(withUser(sourceCluster.uri));
     destination = await MongoClient.connect(withUser(destinationCluster.uri));
     const docs: Document[] = Array.from({ length: COUNT }, (_, i) => ({ _id: new Int32(i), name: `n${i}`, pad: 'x'.repeat(250) }));
-    for (const coll of ['logged', 'dropped'])
+    for (const coll of ['logged', 'dropped', 'failover'])
       await source
         .db(DB)
         .collection(coll)
@@ -160,6 +160,25 @@ describe('the wire write path [test cluster]', () => {
     } finally {
       await proxied.close();
       await proxy.close();
+    }
+  });
+
+  it('asks the driver for the primary again when the server says it is no longer primary, and converges', async () => {
+    // The 2nd and 3rd inserts are refused as by a stepped-down primary: the retryable-write retry, then the partition's own.
+    await destination.db('admin').command({
+      configureFailPoint: 'failCommand',
+      mode: { skip: 1, times: 2 },
+      data: { failCommands: ['insert'], errorCode: 10107 },
+    });
+    try {
+      const outcome = await copyPartition(task('failover'), resources(source, destination));
+      assert.equal(outcome.writePath, 'wire');
+      assert.equal(outcome.copiedDocs, COUNT);
+      assert.deepEqual(await rawDocuments(destination, 'failover'), await rawDocuments(source, 'failover'));
+      // The copy met both refusals: inserts now (one attempt each, no retry) go through.
+      for (const _id of [1, 2]) assert.equal((await destination.db(DB).command({ insert: 'probe', documents: [{ _id }] })).n, 1);
+    } finally {
+      await destination.db('admin').command({ configureFailPoint: 'failCommand', mode: 'off' });
     }
   });
 

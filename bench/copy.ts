@@ -220,7 +220,10 @@ export async function runCopyBenchmark(options: CopyBenchmarkOptions = {}): Prom
     };
     const path = writeResult(options.out ?? DEFAULT_RESULTS_DIR, 'copy', result);
     if (result.peers !== undefined) {
-      print(`median of ${runs}, Ferry (start → canCommit) and MongoDB's tools, every destination verified equal:`);
+      const failed = result.peers.filter((peer) => peer.errors !== undefined).map((peer) => peer.name);
+      const verified =
+        failed.length === 0 ? 'every destination verified equal' : `every other destination verified equal; FAILED: ${failed.join(', ')}`;
+      print(`median of ${runs}, Ferry (start → canCommit) and MongoDB's tools, ${verified}:`);
       print('  copier | MB/s | copier CPU s/GB | copier peak RSS MB | destination CPU s/GB');
       print(
         `  Ferry | ${result.ferryMBps} | ${result.ferryCpuSecondsPerGB} | ${result.ferryPeakRssMB} | ${result.ferryDestinationCpuSecondsPerGB}`,

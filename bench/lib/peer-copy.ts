@@ -11,7 +11,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync } from 'node:fs';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
+import { createInterface } from 'node:readline';
 import { performance } from 'node:perf_hooks';
 import { redactUris } from '../../src/domain/credentials.js';
 import { checkCounts, measurement, verifyCopy, withFreshDestination, type CopyMeasurement, type CopyRunOptions } from './copy-runs.js';
@@ -54,7 +55,7 @@ export interface PeerMeasurement extends CopyMeasurement {
   restoreFlags: string[];
   buildsIndexes: boolean;
   equal: boolean;
-  /** Why the tools failed (their last log lines); the figures then only say how long they ran. */
+  /** Why the tools failed (their exit codes and the log lines that say so); the figures then only say how long they ran. */
   error?: string;
 }
 
@@ -62,10 +63,14 @@ export interface PeerMeasurement extends CopyMeasurement {
 export function measurePeerCopy(options: CopyRunOptions, toolsDir: string, configuration: PeerConfiguration): Promise<PeerMeasurement> {
   const { source, sampler, workload } = options;
   return withFreshDestination(options, async (destination) => {
-    let log = '';
-    const collect = (child: ChildProcess) => child.stderr!.on('data', (chunk) => (log = (log + String(chunk)).slice(-4000)));
+    // Each tool's lines that say what went wrong (mongodump's own failure is what ends a restore early).
+    const failed: string[] = [];
+    const collect = (child: ChildProcess) =>
+      createInterface({ input: child.stderr! }).on('line', (line) => {
+        if (/Failed|error/i.test(line)) failed.push(`${basename(child.spawnfile)}: ${line.replace(/^\S+\t/, '')}`);
+      });
     const exited = (child: ChildProcess) =>
-      once(child, 'exit').then(([code, signal]) => (code === 0 ? undefined : `${child.spawnfile} exited ${code ?? signal}`));
+      once(child, 'exit').then(([code, signal]) => (code === 0 ? undefined : `${basename(child.spawnfile)} exited ${code ?? signal}`));
     sampler.restart('source');
     sampler.restart('destination');
     const started = performance.now();
@@ -85,8 +90,8 @@ export function measurePeerCopy(options: CopyRunOptions, toolsDir: string, confi
       const identity = { restoreFlags: configuration.restoreFlags, buildsIndexes: configuration.buildsIndexes };
       // A failed configuration is recorded, not fatal: the other copiers' figures still stand.
       if (failures.length > 0) {
-        const lastLines = redactUris(log.trim()).split('\n').slice(-3).join(' | ');
-        return { ...result, ...identity, equal: false, error: `${failures.join(', ')}: ${lastLines}` };
+        const why = redactUris(failed.slice(0, 4).join(' | '));
+        return { ...result, ...identity, equal: false, error: `${failures.join(', ')}: ${why}` };
       }
       await checkCounts(destination.uri, workload, configuration.name);
       await verifyCopy(source.uri, destination.uri, configuration.name, configuration.buildsIndexes ? 'restored' : 'noIndexes');

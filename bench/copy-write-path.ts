@@ -7,6 +7,8 @@
  * 2. End to end: one partition copied from a test cluster to another (each in its own process)
  *    by `copyPartition` in this process, per path (`wire`: Ferry's own connection, writev), measuring
  *    wall time and this process's CPU.
+ * 3. The write alone: one 8 MiB batch inserted by `raw` (the driver's `db.command`) and by `wire`,
+ *    this process's CPU per insert (what the wire path changes, without the reads around it).
  *
  *   npm run build && node dist/bench/copy-write-path.js [sizeMB=64] [runs=3]
  *
@@ -21,7 +23,8 @@ import { TYPE_FAITHFUL } from '../src/bson/index.js';
 import { Batcher } from '../src/copy/batcher.js';
 import { copyPartition, type CopyResources } from '../src/copy/partition-copier.js';
 import { SharedCounters, StopFlag } from '../src/copy/shared-state.js';
-import { driverDocumentSequence } from '../src/cluster/raw-writes.js';
+import { driverDocumentSequence, writeRaw } from '../src/cluster/raw-writes.js';
+import { wireWriterOf } from '../src/cluster/wire-writes.js';
 import { packValue } from '../src/meta/store.js';
 import { spawnCluster } from '../test/cluster/index.js';
 import type { WritePath } from '../src/config/settings.js';
@@ -148,5 +151,50 @@ async function endToEnd(): Promise<void> {
   }
 }
 
+/**
+ * 3. The write alone: the same 8 MiB batch inserted 10 times per path (each into a new
+ * collection) on one destination, the order rotating per round; this process's CPU per insert.
+ */
+async function writeOnly(): Promise<void> {
+  const cluster = await spawnCluster();
+  const client = await MongoClient.connect(cluster.uri);
+  try {
+    const documents = Array.from({ length: 8000 }, (_, i) => serialize(document(i)));
+    const total = documents.reduce((sum, doc) => sum + doc.length, 0);
+    const wire = wireWriterOf(client);
+    if ((await wire.unsupported()) !== undefined) throw new Error('the wire path cannot serve the test cluster');
+    const perPath: Record<string, number[]> = { raw: [], wire: [] };
+    console.log(`\nThe write alone: one batch of ${(total / MiB).toFixed(1)} MiB inserted 10 times per path and round:`);
+    for (let round = 0; round < Math.max(2, runs); round++) {
+      for (const path of round % 2 === 0 ? ['raw', 'wire'] : ['wire', 'raw']) {
+        await client.db(DB).dropDatabase();
+        let cpuMs = 0;
+        for (let k = 0; k < 10; k++) {
+          const batcher = new Batcher({ maxBytes: total, maxDocuments: 100_000 });
+          for (const doc of documents) batcher.add(doc, 0, doc.length);
+          const batch = batcher.flush()!;
+          const cpu = process.cpuUsage();
+          const reply =
+            path === 'raw'
+              ? await writeRaw(client.db(DB), 'insert', `w${k}`, batch, { bypassDocumentValidation: true })
+              : await wire.insert(DB, `w${k}`, batch);
+          const used = process.cpuUsage(cpu);
+          cpuMs += (used.user + used.system) / 1000;
+          if (reply.n !== documents.length) throw new Error(`${path} inserted ${reply.n} of ${documents.length}`);
+        }
+        perPath[path]!.push(cpuMs / 10);
+        console.log(`  round ${round + 1} ${path.padEnd(4)} ${(cpuMs / 10).toFixed(1)} ms CPU per insert`);
+      }
+    }
+    for (const [path, values] of Object.entries(perPath)) {
+      console.log(`  median ${path.padEnd(4)} ${median(values).toFixed(1)} ms CPU per ${(total / MiB).toFixed(1)} MiB insert`);
+    }
+  } finally {
+    await client.close();
+    await cluster.stop();
+  }
+}
+
 await microBenchmark();
 await endToEnd();
+await writeOnly();

@@ -92,14 +92,11 @@ export class HistogramSet {
     const histogram = this.get(name);
     const scale = HISTOGRAM_SPECS[name].scale;
     if (histogram.totalCount === 0) return { count: 0, mean: 0, p50: 0, p90: 0, p99: 0, max: 0 };
-    return {
-      count: histogram.totalCount,
-      mean: histogram.mean / scale,
-      p50: histogram.getValueAtPercentile(50) / scale,
-      p90: histogram.getValueAtPercentile(90) / scale,
-      p99: histogram.getValueAtPercentile(99) / scale,
-      max: histogram.maxValue / scale,
-    };
+    // HDR answers a percentile with the top of its bucket, which can lie above the largest value
+    // recorded: a p99 above the max would read as nonsense, so percentiles stop at the max.
+    const max = histogram.maxValue;
+    const at = (percentile: number) => Math.min(histogram.getValueAtPercentile(percentile), max) / scale;
+    return { count: histogram.totalCount, mean: histogram.mean / scale, p50: at(50), p90: at(90), p99: at(99), max: max / scale };
   }
 
   /** Records values a worker thread sent as they are (`SampleRecorder.take`). */

@@ -12,7 +12,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Document } from 'bson';
 import { RUN, useClusterPair } from './copy-fixtures.js';
-import { startFerry } from './ferry-process.js';
+import { commitWhenReady, startFerry } from './ferry-process.js';
 import type { NamespaceFilter } from '../../src/domain/start-request.js';
 
 const clusters = useClusterPair();
@@ -96,7 +96,8 @@ async function updateThenRename(scenario: Scenario): Promise<void> {
       .findOne({ _id: 7 } as Document);
     assert.deepEqual(actual, expected, `the destination's ${db}.${coll} document _id 7 equals the source's`);
 
-    assert.equal((await ferry.post('commit', {})).status, 200);
+    // The verifier scans a renamed collection again, and canCommit waits for it.
+    assert.equal((await commitWhenReady(ferry)).status, 200);
     await ferry.waitForProgress((p) => p.state === 'COMMITTED', 60_000);
     const differences = await clusters.differences(filter);
     assert.deepEqual(differences, []);

@@ -10,7 +10,7 @@ import type { Document } from 'bson';
 import { MongoClient } from 'mongodb';
 import { spawnCluster, type ClusterOptions, type ClusterProcess } from '../cluster/index.js';
 import { RUN } from './copy-fixtures.js';
-import { startFerry, type FerryProcess, type Progress } from './ferry-process.js';
+import { emptyDestination, startFerry, type FerryProcess, type Progress } from './ferry-process.js';
 
 /** `skip` for a suite that breaks clusters: a string (the reason) against real deployments. */
 export const LOCAL_ONLY: string | false =
@@ -62,13 +62,14 @@ export function dbName(what: string): string {
   return `${what}_${RUN}`;
 }
 
-/** A Ferry syncing database `db` from `pair.source` to `pair.destination`, once it can commit. */
+/** A Ferry syncing database `db` from `pair.source` to an emptied `pair.destination`, once it can commit. */
 export async function runningSync(
   pair: FaultPair,
   id: string,
   db: string,
   env: Record<string, string> = {},
 ): Promise<{ ferry: FerryProcess; ready: Progress }> {
+  await emptyDestination(pair.destination.uri);
   const ferry = await startFerry(['--cluster0', pair.source.uri, '--cluster1', pair.destination.uri, '--id', id], { ...QUICK, ...env });
   try {
     const started = await ferry.post('start', { source: 'cluster0', destination: 'cluster1', includeNamespaces: [{ database: db }] });

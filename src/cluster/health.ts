@@ -6,7 +6,8 @@
  * the cluster unreachable since the ping was sent; the next answer makes it reachable again.
  *
  * Progress reads it (lag keeps growing and `canCommit` is false while a cluster is unreachable,
- * warnings say which and since when); it never decides anything about the sync itself.
+ * warnings say which and since when; `pingLatencyMs` is the last round trip); it never decides
+ * anything about the sync itself.
  */
 import { performance } from 'node:perf_hooks';
 import { nameCluster, type ClusterEndpoint } from '../domain/clusters.js';
@@ -25,7 +26,7 @@ export interface ClusterReachability {
   endpoint: ClusterEndpoint;
   /** Wall time of the first ping that went unanswered since the last answer; undefined while it answers. */
   unreachableSince?: Date;
-  /** Round trip of the last answered ping, in ms. */
+  /** Round trip of the last answered ping, in ms (fractional). */
   latencyMs?: number;
 }
 
@@ -79,7 +80,7 @@ export class ClusterHealth {
       .command({ ping: 1 }, { timeoutMS: this.#options.timeoutMs })
       .then(
         () => {
-          watched.state = { endpoint: watched.endpoint, latencyMs: Math.round(performance.now() - started) };
+          watched.state = { endpoint: watched.endpoint, latencyMs: performance.now() - started };
         },
         () => {
           if (!this.#stopped) watched.state.unreachableSince ??= new Date(sentAt);

@@ -1,19 +1,11 @@
 /**
- * What Ferry reads of a cluster to report on it rather than to sync it: the round trip of a
- * `ping`, the source's oplog window (first and last entry of `local.oplog.rs`, its size and
- * maximum), and the destination's free disk space (`dbStats`). Read-only; none of these is ever
+ * What Ferry reads of a cluster to report on it rather than to sync it: the source's oplog window
+ * (first and last entry of `local.oplog.rs`, its size and maximum), and the destination's free
+ * disk space (`dbStats`). Read-only; none of these is ever
  * awaited by a progress request (callers run them in the background).
  */
-import { performance } from 'node:perf_hooks';
 import type { Timestamp } from 'bson';
 import type { MongoClient } from 'mongodb';
-
-/** One `ping`'s round trip, in milliseconds (fractional). Throws what the driver throws. */
-export async function pingLatency(client: MongoClient): Promise<number> {
-  const started = performance.now();
-  await client.db('admin').command({ ping: 1 });
-  return performance.now() - started;
-}
 
 /** The source's oplog: its oldest and newest entries' times, bytes used and its maximum size. */
 export interface OplogWindow {

@@ -342,16 +342,6 @@ export const OPTIONS = {
       'how often a commit waiting on a refused restore, or a reverse on a refused temporary change ' +
       '(or either on an unreachable cluster), tries again',
   },
-  pingIntervalMs: {
-    type: 'integer',
-    flag: false,
-    env: 'FERRY_PING_INTERVAL_MS',
-    min: 100,
-    max: 3_600_000,
-    unit: 'milliseconds',
-    default: 30_000,
-    help: "how often each cluster is pinged for progress's `pingLatencyMs` (mongosync: every 30 s)",
-  },
   oplogCheckIntervalMs: {
     type: 'integer',
     flag: false,
@@ -436,7 +426,9 @@ export const OPTIONS = {
     max: 60_000,
     unit: 'milliseconds',
     default: 2000,
-    help: 'how often each cluster is pinged; one that does not answer within 2.5 times this (at least 1 s) is reported unreachable',
+    help:
+      "how often each cluster is pinged (progress's `pingLatencyMs` is the last round trip); one that does not answer " +
+      'within 2.5 times this (at least 1 s) is reported unreachable',
   },
 } as const satisfies Record<string, OptionSpec>;
 

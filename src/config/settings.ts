@@ -104,8 +104,6 @@ export interface SyncSettings {
   };
   /** A change-event lane with a batch in flight this long is reported in `warnings` (`FERRY_LANE_STALL_SECONDS`). */
   laneStallSeconds: number;
-  /** How often each cluster is pinged (`FERRY_PING_INTERVAL_MS`). */
-  pingIntervalMs: number;
   /** How often the source's oplog window is read (`FERRY_OPLOG_CHECK_INTERVAL_MS`). */
   oplogCheckIntervalMs: number;
   /** With `detectRandomId`, the least collection size checked for random `_id`s (`FERRY_RANDOM_ID_MIN_BYTES`). */
@@ -164,7 +162,6 @@ export function syncSettings(options: FerryOptions): SyncSettings {
     },
     commit: { retryIntervalMs: options.commitRetryIntervalMs },
     laneStallSeconds: options.laneStallSeconds,
-    pingIntervalMs: options.pingIntervalMs,
     oplogCheckIntervalMs: options.oplogCheckIntervalMs,
     randomIdMinBytes: options.randomIdMinBytes,
     hotDocuments: checkHotDocuments(options.hotDocIDs ?? []),

@@ -65,7 +65,6 @@ import { mergeStatuses, sumCounters } from '../phase/status.js';
 import { runPreflight } from '../plan/preflight.js';
 import { findRecordedSync } from '../recovery/find-sync.js';
 import { beginSync, checkWriteBlockingPrivileges } from './begin.js';
-import { ClusterPings } from './cluster-pings.js';
 import { changeApplicationHandoff, syncContext, type ActiveSync, type Run } from './run.js';
 
 export interface SyncOrchestratorOptions {
@@ -107,7 +106,6 @@ export class SyncOrchestrator implements SyncControl {
   /** Runs launched again after a passing failure, since the sync last ran a while without one. */
   #relaunches = { count: 0, last: 0 };
   /** Pings of the sync's two clusters, from its start or recovery on. */
-  #pings: ClusterPings | undefined;
 
   constructor(options: SyncOrchestratorOptions) {
     this.#options = options;
@@ -136,13 +134,6 @@ export class SyncOrchestrator implements SyncControl {
     this.#options.settings = settings;
     const sync = this.#sync;
     for (const phase of [...(sync?.run?.sequence ?? []), sync?.application, sync?.commit]) phase?.onSettings?.(settings);
-  }
-
-  /** Starts measuring the sync's clusters' latency (once per sync). */
-  #watch(sync: ActiveSync): void {
-    this.#pings?.stop();
-    this.#pings = new ClusterPings({ source: sync.source, destination: sync.destination }, this.#options.settings.pingIntervalMs);
-    this.#pings.start();
   }
 
   #cluster(name: ClusterName): Cluster {
@@ -187,7 +178,6 @@ export class SyncOrchestrator implements SyncControl {
     });
     sync.lease.keep();
     this.#sync = sync;
-    this.#watch(sync);
     // Read again under the lease: the holder before may have written since.
     const doc = (await sync.resume.read()) ?? found.doc;
     this.#committed = doc.state === 'COMMITTED';
@@ -235,7 +225,6 @@ export class SyncOrchestrator implements SyncControl {
     }
     sync.lease.keep();
     this.#sync = sync;
-    this.#watch(sync);
     sync.health.start();
     this.#logger.info(
       { startAtOperationTime: doc.startAtOperationTime.toString(), epoch: sync.lease.epoch },
@@ -566,7 +555,6 @@ export class SyncOrchestrator implements SyncControl {
     this.#final = undefined;
     this.#startWarnings = [];
     this.#sync = sync;
-    this.#watch(sync);
     sync.health.start();
     this.#finishReverse(sync, reverse);
   }
@@ -613,7 +601,12 @@ export class SyncOrchestrator implements SyncControl {
     const final: PhaseStatus = this.#final === undefined ? {} : { info: stoppedInfo(this.#final.code), readyToCommit: false };
     const snapshot = mergeStatuses([recovered, ...this.#statuses(), health, final]);
     snapshot.tuning = tuning;
-    if (this.#pings !== undefined) snapshot.pingLatencyMs = this.#pings.latest;
+    // The health watch's pings give mongosync's pingLatencyMs too (-1: the last ping was not answered).
+    snapshot.pingLatencyMs = {};
+    for (const side of ['source', 'destination'] as const) {
+      const known = sync.health.of(sync[side].endpoint);
+      if (known !== undefined) snapshot.pingLatencyMs[side] = known.unreachableSince !== undefined ? -1 : known.latencyMs;
+    }
     snapshot.eventsApplied -= this.#eventsBeforeReverse;
     return snapshot;
   }
@@ -644,7 +637,6 @@ export class SyncOrchestrator implements SyncControl {
     if (this.#closed) return;
     this.#closed = true;
     this.#generation++;
-    this.#pings?.stop();
     const sync = this.#sync;
     this.#unwatchDestination();
     if (sync !== undefined) {

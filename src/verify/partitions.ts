@@ -80,11 +80,20 @@ export class VerificationPartitions extends InstanceCollection<RangeDocument> {
     super(store, 'verificationPartitions');
   }
 
-  /** Replaces the ranges of one collection with a fresh plan. */
+  /** Replaces the ranges of one collection with a fresh plan (a delete that scans the table: one collection's replan). */
   async writePlan(ns: Namespace, planned: readonly PlannedPartition[]): Promise<void> {
+    await this.forget(ns);
+    await this.addPlan(ns, planned);
+  }
+
+  /**
+   * Writes the ranges of a collection that has none recorded: the initial plan clears the table
+   * once (`deleteAll`) and then only adds, since a delete per collection, each scanning the whole
+   * table, made planning grow with the square of the collections.
+   */
+  async addPlan(ns: Namespace, planned: readonly PlannedPartition[]): Promise<void> {
     const name = namespaceOf(ns);
     const instance = this.instance;
-    await this.collection.deleteMany({ instance, db: ns.db, coll: ns.coll });
     const now = new Date();
     const docs = planned.map((range, index): RangeDocument => ({
       _id: { instance, ns: name, index },
@@ -102,6 +111,11 @@ export class VerificationPartitions extends InstanceCollection<RangeDocument> {
       updatedAt: now,
     }));
     if (docs.length > 0) await this.collection.insertMany(docs, { ordered: false });
+  }
+
+  /** Removes every range of this instance (before a plan from scratch). */
+  async deleteAll(): Promise<void> {
+    await this.collection.deleteMany({ instance: this.instance });
   }
 
   /** Removes the ranges of one collection (dropped on the source). */

@@ -458,11 +458,13 @@ export class Verifier implements VerificationPhase {
     ]);
     const estimated = { source: 0, destination: 0 };
     const collections = [...onSource].filter(([, entry]) => entry.type === 'collection');
+    // What an interrupted plan left is cleared once; then each collection's ranges are only added.
+    await this.#partitions.deleteAll();
     // Measuring and sampling wait on the clusters: several collections at once, as planning does.
     await forEachBounded(collections, PLANNING_PARALLELISM, async ([name, entry]) => {
       this.#checkStopping();
       const plan = await planCollectionCopy(source.client.db(entry.db).collection(entry.coll), entry.options, settings.partitionBytes);
-      await this.#partitions.writePlan(entry, plan.partitions);
+      await this.#partitions.addPlan(entry, plan.partitions);
       estimated.source += plan.stats.count;
       if (onDestination.get(name)?.type === 'collection') {
         estimated.destination += (await readCollectionStats(destination.client.db(entry.db).collection(entry.coll))).count;

@@ -1,4 +1,5 @@
-// bench:scale at two small sizes: one point per size, growth figures and the memory verdict.
+// bench:scale at two small sizes and two small numbers of collections (the benchmark's own are
+// 1,000 and 10,000: too long for npm test): one point each, growth figures and the memory verdict.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { notPositive, readResult, resultsDir, runScript } from './run-script.js';
@@ -6,7 +7,7 @@ import { notPositive, readResult, resultsDir, runScript } from './run-script.js'
 describe('bench:scale', () => {
   it('copies each size and reports how time, CPU and memory grow', async () => {
     const out = resultsDir();
-    const run = await runScript('bench/scale.js', ['--sizes', '2,1', '--out', out]);
+    const run = await runScript('bench/scale.js', ['--sizes', '2,1', '--namespaces', '30,10', '--out', out]);
     assert.equal(run.code, 0, run.stderr);
     const result = readResult(out, 'scale');
     assert.deepEqual(result.sizes, [1, 2], 'smallest first');
@@ -21,6 +22,14 @@ describe('bench:scale', () => {
       result.points.map((p: { ferry: { peakRssMB: number } }) => p.ferry.peakRssMB),
     );
     assert.equal(typeof result.ferryMemoryFlat, 'boolean');
+    assert.deepEqual(
+      result.namespacePoints.map((p: { collections: number }) => p.collections),
+      [10, 30],
+      'fewest collections first',
+    );
+    for (const point of result.namespacePoints) assert.deepEqual(notPositive(point.ferry, ['seconds', 'cpuSeconds', 'peakRssMB']), []);
+    assert.equal(result.namespaceGrowth.namespaces, 3);
+    assert.deepEqual(notPositive(result.namespaceGrowth, ['time', 'cpu']), []);
   });
 
   it('sweeps copyWorkers × batchBytes on one source and names the fastest and the cheapest settings', async () => {

@@ -59,7 +59,7 @@ describe('the status page in headless Chromium', { timeout: 180_000, skip: NO_CH
     pair = await startClusterPair();
     await generateDataset({ uri: pair.cluster0, sizeMB: 4, seed: 16 });
     ferry = await startFerry(['--cluster0', pair.cluster0, '--cluster1', pair.cluster1, '--partitionSizeMB', '1'], {
-      FERRY_PING_INTERVAL_MS: '500',
+      FERRY_HEALTH_INTERVAL_MS: '500',
       FERRY_OPLOG_CHECK_INTERVAL_MS: '1000',
     });
     workload = await startWorkload({ uri: pair.cluster0, opsPerSecond: 100, seed: 16 });

@@ -8,8 +8,14 @@
  * replica set → sharded, Ferry sharding every collection on `{_id: "hashed"}`; each destination
  * shard's CPU and share of the documents are recorded per run (`destinationShards`).
  *
+ * With `--mongoTools <dir>` (or `MONGO_TOOLS_DIR`) naming a directory that holds MongoDB's own
+ * `mongodump` and `mongorestore`, each run also copies with `mongodump --archive | mongorestore
+ * --archive` in three configurations (bench/lib/peer-copy.ts), each into a fresh destination, and
+ * every destination (Ferry's too) is compared equal to the source. Ferry's clock then runs from
+ * `start` to `canCommit`, as a user waits for it; `peers` and `ratioToBestPeer` join the result.
+ *
  *   npm run bench:copy -- [--sizeMB 100] [--seed 1] [--runs 1] [--shards 2] [--loadLevel 3] [--ferryEnv NAME=value]
- *                          [--out bench/results] [--cpuProf dir] [--clusterCpuProf dir]
+ *                          [--mongoTools dir] [--out bench/results] [--cpuProf dir] [--clusterCpuProf dir]
  *
  * Writes `<out>/copy.json`.
  */
@@ -28,6 +34,7 @@ import {
   type CopyMeasurement,
 } from './lib/copy-runs.js';
 import { UsageSampler } from './lib/process-usage.js';
+import { measurePeerCopy, missingTools, PEER_CONFIGURATIONS, type PeerMeasurement } from './lib/peer-copy.js';
 import { DEFAULT_RESULTS_DIR, median, MiB, round, writeResult } from './lib/results.js';
 
 /** Options of `runCopyBenchmark`. */
@@ -44,6 +51,11 @@ export interface CopyBenchmarkOptions {
   shards?: number;
   /** Extra environment of the ferry process (`--ferryEnv NAME=value`). Default none. */
   ferryEnv?: Record<string, string>;
+  /**
+   * Directory holding MongoDB's `mongodump` and `mongorestore`, to compare against (see the module
+   * comment). Default `MONGO_TOOLS_DIR`, else none (no peers).
+   */
+  mongoTools?: string;
   /** Directory of `copy.json`. Default `bench/results/`. */
   out?: string;
   /** Write CPU profiles of Ferry (every thread) here (`node --cpu-prof`). Default none. */
@@ -78,7 +90,41 @@ export interface CopyBenchmarkResult {
   /** CPU the two test clusters used during each copier's copy (medians): they share the cores. */
   ferryClustersCpuSeconds: number;
   baselineClustersCpuSeconds: number;
-  perRun: { ferry: CopyMeasurement; baseline: CopyMeasurement; ratio: number }[];
+  /** Where Ferry's clock stopped: the copy complete, or `canCommit` (when peers are compared). */
+  ferryUntil: 'copy' | 'canCommit';
+  ferryDestinationCpuSecondsPerGB: number;
+  /** With `mongoTools`: each configuration of `mongodump | mongorestore` (medians over runs), verified equal. */
+  peers?: PeerFigures[];
+  /** Ferry's throughput over the fastest peer configuration's (median of the per-run ratios). */
+  ratioToBestPeer?: number;
+  /** The same against the fastest configuration that builds indexes, and the fastest that does not. */
+  ratioToBestPeerWithIndexes?: number;
+  ratioToBestPeerWithoutIndexes?: number;
+  perRun: { ferry: CopyMeasurement; baseline: CopyMeasurement; ratio: number; peers?: PeerMeasurement[] }[];
+}
+
+/** One peer configuration's figures in `copy.json`. */
+export interface PeerFigures {
+  name: string;
+  restoreFlags: string[];
+  buildsIndexes: boolean;
+  /** Medians over the runs where the tools succeeded (null when none did). */
+  MBps: number | null;
+  seconds: number | null;
+  cpuSecondsPerGB: number | null;
+  peakRssMB: number | null;
+  destinationCpuSecondsPerGB: number | null;
+  /** Every run succeeded and its destination compared equal to the source. */
+  equal: boolean;
+  /** The runs where the tools failed: why. */
+  errors?: string[];
+}
+
+/** Ferry's throughput over the best peer's among `peers` (undefined when none qualify). */
+function ratioToBest(ferry: CopyMeasurement, peers: readonly PeerMeasurement[]): number | undefined {
+  const succeeded = peers.filter((peer) => peer.error === undefined);
+  const best = Math.max(...succeeded.map((peer) => peer.MBps));
+  return succeeded.length === 0 ? undefined : round(ferry.MBps / best);
 }
 
 export async function runCopyBenchmark(options: CopyBenchmarkOptions = {}): Promise<CopyBenchmarkResult & { path: string }> {
@@ -86,6 +132,12 @@ export async function runCopyBenchmark(options: CopyBenchmarkOptions = {}): Prom
   const seed = options.seed ?? 1;
   const runs = options.runs ?? 1;
   const print = options.print ?? ((line: string) => console.log(line));
+  const mongoTools = options.mongoTools ?? process.env.MONGO_TOOLS_DIR;
+  if (mongoTools !== undefined) {
+    const missing = missingTools(mongoTools);
+    if (missing !== undefined) throw new Error(`--mongoTools: ${missing}`);
+    if ((options.shards ?? 0) > 0) throw new Error('--mongoTools compares against a replica-set destination: leave out --shards');
+  }
   const ferryFlags = options.loadLevel === undefined ? [] : ['--loadLevel', String(options.loadLevel)];
   const sampler = new UsageSampler();
   const clusterProfile = (which: string) => (options.clusterCpuProf === undefined ? undefined : join(options.clusterCpuProf, which));
@@ -105,6 +157,7 @@ export async function runCopyBenchmark(options: CopyBenchmarkOptions = {}): Prom
         sampler,
         ferryFlags,
         destinationShards: options.shards ?? 0,
+        ...(mongoTools === undefined ? {} : { until: 'canCommit' as const, verify: true }),
         ...(options.ferryEnv === undefined ? {} : { ferryEnv: options.ferryEnv }),
         ...(options.cpuProf === undefined ? {} : { ferryCpuProfileDir: options.cpuProf }),
         ...(options.clusterCpuProf === undefined ? {} : { destinationCpuProfileDir: clusterProfile('destination') }),
@@ -119,12 +172,18 @@ export async function runCopyBenchmark(options: CopyBenchmarkOptions = {}): Prom
         baseline = await measureBaselineCopy(measure);
         ferry = await measureFerryCopy(measure);
       }
+      const peers: PeerMeasurement[] = [];
+      for (const configuration of mongoTools === undefined ? [] : PEER_CONFIGURATIONS) {
+        peers.push(await measurePeerCopy(measure, mongoTools!, configuration));
+      }
       const ratio = round(ferry.MBps / baseline.MBps);
-      perRun.push({ ferry, baseline, ratio });
+      perRun.push({ ferry, baseline, ratio, ...(mongoTools === undefined ? {} : { peers }) });
       print(`run ${run + 1}/${runs}:`);
       print(`  ${describeMeasurement(ferry)}`);
       print(`  ${describeMeasurement(baseline)}`);
+      for (const peer of peers) print(`  ${peer.error === undefined ? describeMeasurement(peer) : `${peer.copier} FAILED: ${peer.error}`}`);
       print(`  Ferry / baseline throughput: ${ratio.toFixed(2)}x`);
+      if (peers.length > 0) print(`  Ferry / best peer throughput: ${ratioToBest(ferry, peers)?.toFixed(2) ?? 'none succeeded'}x`);
       for (const shard of ferry.destinationShards ?? []) {
         print(
           `  Ferry: ${shard.shard} CPU ${shard.cpuSeconds} s, ${shard.documents} documents (${(shard.documentShare * 100).toFixed(1)}%)`,
@@ -154,9 +213,29 @@ export async function runCopyBenchmark(options: CopyBenchmarkOptions = {}): Prom
       baselineSeconds: of('baseline', 'seconds'),
       ferryClustersCpuSeconds: clusters('ferry'),
       baselineClustersCpuSeconds: clusters('baseline'),
+      ferryUntil: mongoTools === undefined ? 'copy' : 'canCommit',
+      ferryDestinationCpuSecondsPerGB: of('ferry', 'destinationCpuSecondsPerGB'),
+      ...(mongoTools === undefined ? {} : peerFigures(perRun)),
       perRun,
     };
     const path = writeResult(options.out ?? DEFAULT_RESULTS_DIR, 'copy', result);
+    if (result.peers !== undefined) {
+      const failed = result.peers.filter((peer) => peer.errors !== undefined).map((peer) => peer.name);
+      const verified =
+        failed.length === 0 ? 'every destination verified equal' : `every other destination verified equal; FAILED: ${failed.join(', ')}`;
+      print(`median of ${runs}, Ferry (start → canCommit) and MongoDB's tools, ${verified}:`);
+      print('  copier | MB/s | copier CPU s/GB | copier peak RSS MB | destination CPU s/GB');
+      print(
+        `  Ferry | ${result.ferryMBps} | ${result.ferryCpuSecondsPerGB} | ${result.ferryPeakRssMB} | ${result.ferryDestinationCpuSecondsPerGB}`,
+      );
+      for (const peer of result.peers) {
+        print(`  ${peer.name} | ${peer.MBps} | ${peer.cpuSecondsPerGB} | ${peer.peakRssMB} | ${peer.destinationCpuSecondsPerGB}`);
+      }
+      print(
+        `  Ferry / best peer: ${result.ratioToBestPeer}x (with indexes ${result.ratioToBestPeerWithIndexes}x, ` +
+          `without ${result.ratioToBestPeerWithoutIndexes}x)`,
+      );
+    }
     print(
       `median of ${runs}: Ferry ${result.ferryMBps} MB/s, baseline ${result.baselineMBps} MB/s, ratio ${result.ratio}x; ` +
         `Ferry CPU ${result.ferryCpuSecondsPerGB} s/GB, peak RSS ${result.ferryPeakRssMB} MB → ${path}`,
@@ -166,6 +245,40 @@ export async function runCopyBenchmark(options: CopyBenchmarkOptions = {}): Prom
     sampler.close();
     await source.stop();
   }
+}
+
+/** The peers' medians over runs and Ferry's ratios to the best of them. */
+function peerFigures(
+  perRun: CopyBenchmarkResult['perRun'],
+): Pick<CopyBenchmarkResult, 'peers' | 'ratioToBestPeer' | 'ratioToBestPeerWithIndexes' | 'ratioToBestPeerWithoutIndexes'> {
+  const peers = PEER_CONFIGURATIONS.map((configuration, i): PeerFigures => {
+    const runs = perRun.map((run) => run.peers![i]!);
+    const succeeded = runs.filter((m) => m.error === undefined);
+    const of = (field: keyof CopyMeasurement) => (succeeded.length === 0 ? null : median(succeeded.map((m) => m[field] as number)));
+    const errors = runs.flatMap((m) => (m.error === undefined ? [] : [m.error]));
+    return {
+      name: configuration.name,
+      restoreFlags: configuration.restoreFlags,
+      buildsIndexes: configuration.buildsIndexes,
+      MBps: of('MBps'),
+      seconds: of('seconds'),
+      cpuSecondsPerGB: of('cpuSecondsPerGB'),
+      peakRssMB: of('peakRssMB'),
+      destinationCpuSecondsPerGB: of('destinationCpuSecondsPerGB'),
+      equal: runs.every((m) => m.equal),
+      ...(errors.length === 0 ? {} : { errors }),
+    };
+  });
+  const ratio = (which: (peer: PeerMeasurement) => boolean) => {
+    const ratios = perRun.flatMap((run) => ratioToBest(run.ferry, run.peers!.filter(which)) ?? []);
+    return ratios.length === 0 ? undefined : median(ratios);
+  };
+  return {
+    peers,
+    ratioToBestPeer: ratio(() => true),
+    ratioToBestPeerWithIndexes: ratio((peer) => peer.buildsIndexes),
+    ratioToBestPeerWithoutIndexes: ratio((peer) => !peer.buildsIndexes),
+  };
 }
 
 async function main(argv: string[]): Promise<void> {
@@ -178,6 +291,7 @@ async function main(argv: string[]): Promise<void> {
     .option('--loadLevel <n>', "Ferry's --loadLevel (default: Ferry's default)", positiveInteger)
     .option('--shards <n>', 'shards of the destination (0: a replica set)', integer, 0)
     .option('--ferryEnv <NAME=value>', 'environment variable for the ferry process (repeatable)', environmentEntry)
+    .option('--mongoTools <dir>', "compare against MongoDB's mongodump | mongorestore found here (default: MONGO_TOOLS_DIR)")
     .option('--out <dir>', 'directory of copy.json', DEFAULT_RESULTS_DIR)
     .option('--cpuProf <dir>', "write CPU profiles of Ferry's threads here (node --cpu-prof)")
     .option('--clusterCpuProf <dir>', 'write CPU profiles of the test clusters here (<dir>/source, <dir>/destination)')

@@ -42,6 +42,12 @@ export interface ScaleBenchmarkOptions {
   loadLevel?: number;
   /** Extra environment of the ferry process (`--ferryEnv NAME=value`). Default none. */
   ferryEnv?: Record<string, string>;
+  /** `--copyWorkers` values of the concurrency sweep. Default none (no sweep). */
+  sweepCopyWorkers?: number[];
+  /** `--batchBytes` values of the sweep, MiB. Default none (no sweep). */
+  sweepBatchBytesMB?: number[];
+  /** Size of the sweep's generated source, MiB. Default 200. */
+  sweepSizeMB?: number;
   /** Also measure the baseline copier at each size. Default false. */
   baseline?: boolean;
   /** Directory of `scale.json`. Default `bench/results/`. */
@@ -97,6 +103,19 @@ export interface ScaleBenchmarkResult {
   ferryMemoryFlat?: boolean;
   namespacePoints: NamespacePoint[];
   namespaceGrowth?: NamespaceGrowth;
+  /** The concurrency sweep (absent without one). */
+  sweep?: { sizeMB: number; cells: SweepCell[]; fastest: SweepCell; cheapest: SweepCell };
+}
+
+/** One pair of settings of the concurrency sweep. */
+export interface SweepCell {
+  copyWorkers: number;
+  batchBytesMB: number;
+  MBps: number;
+  seconds: number;
+  cpuSecondsPerGB: number;
+  peakRssMB: number;
+  destinationCpuSecondsPerGB: number;
 }
 
 const ratio = (a: number, b: number) => round(b / a);
@@ -112,6 +131,7 @@ export async function runScaleBenchmark(options: ScaleBenchmarkOptions = {}): Pr
   const sampler = new UsageSampler();
   const points: ScalePoint[] = [];
   const namespacePoints: NamespacePoint[] = [];
+  let sweep: ScaleBenchmarkResult['sweep'];
   try {
     for (const sizeMB of sizes) {
       const source = await spawnCluster();
@@ -136,10 +156,12 @@ export async function runScaleBenchmark(options: ScaleBenchmarkOptions = {}): Pr
       }
     }
     for (const collections of namespaces) namespacePoints.push(await measureNamespaces(collections, options, sampler, ferryFlags, print));
+    sweep = await measureSweep(options, sampler, ferryFlags, print);
   } finally {
     sampler.close();
   }
   const result: ScaleBenchmarkResult = { sizes, points, ferryPeakRssMB: points.map((p) => p.ferry.peakRssMB), namespacePoints };
+  if (sweep !== undefined) result.sweep = sweep;
   if (points.length > 0) {
     const first = points[0]!;
     const last = points.at(-1)!;
@@ -205,6 +227,64 @@ async function measureNamespaces(
   }
 }
 
+/** The concurrency sweep: one source, a fresh destination per pair of settings (undefined without a sweep). */
+async function measureSweep(
+  options: ScaleBenchmarkOptions,
+  sampler: UsageSampler,
+  ferryFlags: string[],
+  print: (line: string) => void,
+): Promise<ScaleBenchmarkResult['sweep']> {
+  const workers = options.sweepCopyWorkers ?? [];
+  const batches = options.sweepBatchBytesMB ?? [];
+  if (workers.length === 0 || batches.length === 0) return undefined;
+  const sizeMB = options.sweepSizeMB ?? 200;
+  const source = await spawnCluster();
+  try {
+    sampler.watch('source', source.pid);
+    const report = await generateDataset({ uri: source.uri, sizeMB, seed: options.seed ?? 1 });
+    const workload = copyWorkload(report);
+    print(`sweep: ${(report.totalBytes / MiB).toFixed(1)} MB, copyWorkers ${workers.join('/')} × batchBytes ${batches.join('/')} MiB`);
+    const cells: SweepCell[] = [];
+    for (const copyWorkers of workers) {
+      for (const batchBytesMB of batches) {
+        const flags = [...ferryFlags, '--copyWorkers', String(copyWorkers), '--batchBytes', String(Math.round(batchBytesMB * MiB))];
+        const ferry = await measureFerryCopy({
+          source,
+          workload,
+          sampler,
+          ferryFlags: flags,
+          ...(options.ferryEnv === undefined ? {} : { ferryEnv: options.ferryEnv }),
+        });
+        print(`  copyWorkers ${copyWorkers}, batchBytes ${batchBytesMB} MiB: ${describeMeasurement(ferry)}`);
+        cells.push({
+          copyWorkers,
+          batchBytesMB,
+          MBps: ferry.MBps,
+          seconds: ferry.seconds,
+          cpuSecondsPerGB: ferry.cpuSecondsPerGB,
+          peakRssMB: ferry.peakRssMB,
+          destinationCpuSecondsPerGB: ferry.destinationCpuSecondsPerGB,
+        });
+      }
+    }
+    const fastest = cells.reduce((best, cell) => (cell.MBps > best.MBps ? cell : best));
+    const cheapest = cells.reduce((best, cell) => (cell.cpuSecondsPerGB < best.cpuSecondsPerGB ? cell : best));
+    print(`  MB/s (copier CPU s/GB, peak RSS MB) | ${batches.map((b) => `batchBytes ${b} MiB`).join(' | ')}`);
+    for (const copyWorkers of workers) {
+      const row = cells.filter((cell) => cell.copyWorkers === copyWorkers);
+      print(`  copyWorkers ${copyWorkers} | ${row.map((c) => `${c.MBps} (${c.cpuSecondsPerGB}, ${c.peakRssMB})`).join(' | ')}`);
+    }
+    print(
+      `  fastest: copyWorkers ${fastest.copyWorkers}, batchBytes ${fastest.batchBytesMB} MiB (${fastest.MBps} MB/s); ` +
+        `least CPU: copyWorkers ${cheapest.copyWorkers}, batchBytes ${cheapest.batchBytesMB} MiB (${cheapest.cpuSecondsPerGB} s/GB)`,
+    );
+    return { sizeMB, cells, fastest, cheapest };
+  } finally {
+    sampler.forget('source');
+    await source.stop();
+  }
+}
+
 /** `--sizes`/`--namespaces`: a comma-separated list, or `none`. */
 function listOrNone(value: string): number[] {
   if (value.trim() === 'none') return [];
@@ -225,6 +305,9 @@ async function main(argv: string[]): Promise<void> {
     .option('--seed <n>', 'generator seed', integer, 1)
     .option('--loadLevel <n>', "Ferry's --loadLevel (default: Ferry's default)", positiveInteger)
     .option('--ferryEnv <NAME=value>', 'environment variable for the ferry process (repeatable)', environmentEntry)
+    .option('--sweepCopyWorkers <list>', 'concurrency sweep: --copyWorkers values, comma-separated', listOrNone, [])
+    .option('--sweepBatchBytesMB <list>', 'concurrency sweep: --batchBytes values, MiB, comma-separated', listOrNone, [])
+    .option('--sweepSizeMB <n>', 'size of the sweep source, MiB', positiveInteger, 200)
     .option('--baseline', 'also measure the baseline copier at each size', false)
     .option('--out <dir>', 'directory of scale.json', DEFAULT_RESULTS_DIR)
     .parse(argv)

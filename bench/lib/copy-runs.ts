@@ -27,6 +27,8 @@ import type { GenerateReport } from '../../scripts/generate.js';
 import type { UsageSampler } from './process-usage.js';
 import { GiB, MiB, round } from './results.js';
 import { redactUris } from '../../src/domain/credentials.js';
+import { temporaryCollectionOptions } from '../../src/plan/collection-options.js';
+import { compareClusters, temporaryIndexForm } from '../../scripts/lib/compare-clusters.js';
 
 /** A cluster process the harness can measure. */
 export type MeasuredCluster = ClusterHandle & { pid: number };
@@ -42,7 +44,8 @@ export interface CopyWorkload {
 
 /** One copier's figures for one copy. */
 export interface CopyMeasurement {
-  copier: 'ferry' | 'baseline';
+  /** `ferry`, `baseline`, or a peer's configuration (`mongodump|mongorestore ...`). */
+  copier: string;
   seconds: number;
   MBps: number;
   documentsPerSecond: number;
@@ -54,6 +57,10 @@ export interface CopyMeasurement {
   sourceClusterCpuSeconds: number;
   /** A sharded destination's: its mongos, config server and shards together. */
   destinationClusterCpuSeconds: number;
+  /** `destinationClusterCpuSeconds` per GiB copied. */
+  destinationCpuSecondsPerGB: number;
+  /** With `verify`: the destination compared equal to the source (documents byte for byte, options, indexes). */
+  equal?: boolean;
   /** A sharded destination's shards: each one's CPU over the copy and its share of the documents. */
   destinationShards?: { shard: string; cpuSeconds: number; documents: number; documentShare: number }[];
 }
@@ -100,12 +107,17 @@ export interface CopyRunOptions {
   destinationShards?: number;
   /** Where Ferry's clock stops: the copy complete (indexes built), or `canCommit` as an operator waits for it. Default `copy`. */
   until?: 'copy' | 'canCommit';
+  /**
+   * After the copy (outside the clock), compare the destination with the source (`compareClusters`)
+   * and record `equal`; a difference fails the run. Default false (document counts only).
+   */
+  verify?: boolean;
 }
 
 const BASELINE_MAIN = fileURLToPath(new URL('../baseline-copier.js', import.meta.url));
 
 /** Fails if the destination does not hold as many documents per namespace as the source. */
-async function checkCounts(destinationUri: string, workload: CopyWorkload, copier: string): Promise<void> {
+export async function checkCounts(destinationUri: string, workload: CopyWorkload, copier: string): Promise<void> {
   const client = await MongoClient.connect(destinationUri);
   try {
     for (const [ns, expected] of Object.entries(workload.documentsByNamespace)) {
@@ -125,15 +137,26 @@ async function checkCounts(destinationUri: string, workload: CopyWorkload, copie
 const DESTINATION_PARTS = ['destination', 'destination:config'];
 const shardName = (id: string) => `destination:${id}`;
 
-function measurement(
+/**
+ * The figures of one copy. A copier of several processes (`processes`, as watched by the sampler;
+ * default the copier's own name) counts their CPU together and their peaks summed: they run at once.
+ */
+export function measurement(
   copier: CopyMeasurement['copier'],
   seconds: number,
   workload: CopyWorkload,
   sampler: UsageSampler,
   shards: readonly string[],
+  processes: readonly string[] = [copier],
 ): CopyMeasurement {
-  const own = sampler.usage(copier);
+  const usages = processes.map((name) => sampler.usage(name));
+  const own = {
+    cpuSeconds: usages.reduce((sum, u) => sum + u.cpuSeconds, 0),
+    systemCpuSeconds: usages.reduce((sum, u) => sum + u.systemCpuSeconds, 0),
+    peakRssMB: usages.reduce((sum, u) => sum + u.peakRssMB, 0),
+  };
   const destinationParts = shards.length === 0 ? ['destination'] : [...DESTINATION_PARTS, ...shards.map(shardName)];
+  const destinationCpuSeconds = destinationParts.reduce((sum, name) => sum + sampler.usage(name).cpuSeconds, 0);
   return {
     copier,
     seconds: round(seconds, 3),
@@ -144,9 +167,33 @@ function measurement(
     cpuSecondsPerGB: round(own.cpuSeconds / (workload.bytes / GiB)),
     peakRssMB: round(own.peakRssMB, 1),
     sourceClusterCpuSeconds: round(sampler.usage('source').cpuSeconds),
-    destinationClusterCpuSeconds: round(destinationParts.reduce((sum, name) => sum + sampler.usage(name).cpuSeconds, 0)),
+    destinationClusterCpuSeconds: round(destinationCpuSeconds),
+    destinationCpuSecondsPerGB: round(destinationCpuSeconds / (workload.bytes / GiB)),
   };
 }
+
+/**
+ * Compares the destination with the source after a copy; fails on any difference. Ferry's
+ * destination before commit holds indexes and options in their temporary form; a restore told not
+ * to build indexes holds none but `_id`'s.
+ */
+export async function verifyCopy(
+  sourceUri: string,
+  destinationUri: string,
+  copier: string,
+  form: 'restored' | 'midSync' | 'noIndexes' = 'restored',
+): Promise<void> {
+  const differences = (
+    await compareClusters(sourceUri, destinationUri, {
+      ...(form === 'midSync' ? { expectedIndex: temporaryIndexForm, expectedOptions: temporaryCollectionOptions } : {}),
+    })
+  ).filter((difference) => !(form === 'noIndexes' && difference.kind === 'index' && difference.destination === undefined));
+  if (differences.length > 0) {
+    throw new Error(`${copier}: the destination differs from the source: ${JSON.stringify(differences.slice(0, 3), bigintText)}`);
+  }
+}
+
+const bigintText = (_key: string, value: unknown) => (typeof value === 'bigint' ? String(value) : value);
 
 /** Each shard's documents of the copied namespaces (`$collStats` through the mongos: one entry per shard). */
 async function documentsByShard(destinationUri: string, workload: CopyWorkload): Promise<Map<string, number>> {
@@ -174,7 +221,7 @@ export function cpuProfileArgs(dir: string | undefined): string[] {
 }
 
 /** A fresh destination: its URI, the shard ids (none for a replica set). */
-interface FreshDestination {
+export interface FreshDestination {
   uri: string;
   shards: string[];
 }
@@ -183,7 +230,7 @@ interface FreshDestination {
  * Starts a fresh destination cluster, watched as `destination` (a sharded one's mongos; its config
  * server and shards as `destination:config`, `destination:<shard id>`), and runs `copy` against it.
  */
-async function withFreshDestination<T>(options: CopyRunOptions, copy: (destination: FreshDestination) => Promise<T>): Promise<T> {
+export async function withFreshDestination<T>(options: CopyRunOptions, copy: (destination: FreshDestination) => Promise<T>): Promise<T> {
   const { sampler } = options;
   const profile = cpuProfileArgs(options.destinationCpuProfileDir);
   if ((options.destinationShards ?? 0) > 0) {
@@ -229,6 +276,10 @@ async function measureCopy(
   await copy();
   const result = measurement(copier, (performance.now() - started) / 1000, workload, sampler, destination.shards);
   await checkCounts(destination.uri, workload, copier);
+  if (options.verify === true) {
+    await verifyCopy(options.source.uri, destination.uri, copier, copier === 'ferry' ? 'midSync' : 'restored');
+    result.equal = true;
+  }
   if (destination.shards.length > 0) {
     const documents = await documentsByShard(destination.uri, workload);
     result.destinationShards = destination.shards.map((shard) => ({

@@ -288,11 +288,13 @@ export const OPTIONS = {
     type: 'choice',
     flag: false,
     env: 'FERRY_COPY_WRITE_PATH',
-    choices: ['raw', 'decode'],
+    choices: ['raw', 'wire', 'decode'],
     default: 'raw',
     help:
-      '`decode` deserializes and re-encodes each document through `insertMany` instead (slower; loses BSON with no ' +
-      'JavaScript value); `raw` falls back to it with a warning if the installed driver lacks the class it relies on',
+      "`wire` sends each batch on Ferry's own connections to the primary, framed once and written with vectored I/O " +
+      '(a replica set with SCRAM or no auth; else `raw`); `decode` deserializes and re-encodes each document ' +
+      'through `insertMany` instead (slower; loses BSON with no JavaScript value); `raw` falls back to it with a ' +
+      'warning if the installed driver lacks the class it relies on',
   },
   workerHeapMB: {
     type: 'integer',

@@ -16,7 +16,7 @@ import type { HotDocuments } from '../domain/hot-documents.js';
 import { checkHotDocuments } from './hot-documents.js';
 import type { FerryOptions } from './options.js';
 
-export type WritePath = 'raw' | 'decode';
+export type WritePath = 'raw' | 'decode' | 'wire';
 
 /** How partitions are copied (the same for every partition of a sync; it crosses to worker threads). */
 export interface CopySettings {
@@ -26,7 +26,7 @@ export interface CopySettings {
   batchesInFlight: number;
   /** Least time between two checkpoints of a partition, in ms (`FERRY_CHECKPOINT_INTERVAL_MS`). */
   checkpointIntervalMs: number;
-  /** `raw` or `decode` (`FERRY_COPY_WRITE_PATH`); see src/copy/write-path.ts. */
+  /** `raw`, `wire` or `decode` (`FERRY_COPY_WRITE_PATH`); see src/copy/write-path.ts. */
   writePath: WritePath;
 }
 

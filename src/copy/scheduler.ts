@@ -156,7 +156,10 @@ export class CopyScheduler {
       this.#warnedPath = outcome.writePath;
       logger.warn(
         { wanted: this.#settings.writePath, used: outcome.writePath },
-        'The raw write path is not available with this driver; documents are decoded and re-encoded',
+        outcome.writePath === 'decode'
+          ? 'The raw write path is not available with this driver; documents are decoded and re-encoded'
+          : "Ferry's own wire connections cannot serve this destination (not a replica set, or authentication or TLS " +
+              'it does not do); the driver writes the batches',
       );
     }
     if (outcome.status === 'stopped') return;

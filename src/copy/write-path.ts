@@ -8,6 +8,12 @@
  * - `raw` (default): the bytes read from the source go out as they are, as the document sequence
  *   of an OP_MSG `insert` (src/cluster/raw-writes.ts), framed in the room the batcher left before
  *   them; when the installed driver cannot send pre-serialized documents, `decode` is used instead.
+ * - `wire`: like `raw`, but on Ferry's own connections to the destination's primary
+ *   (src/cluster/wire-writes.ts): the message is framed once and written as [header, batch] in one
+ *   vectored write, skipping the driver's two copies of the batch. Authentication (SCRAM), TLS,
+ *   the primary's address (from the driver), retryable writes and write concern errors are kept;
+ *   where it cannot keep them (not a replica set, another mechanism, unknown TLS options) the
+ *   `raw` path serves.
  * - `decode`: each document is deserialized type-faithfully (`promoteValues: false`,
  *   `bsonRegExp: true`, UTF-8 unchecked) and re-serialized by `insertMany`. It costs CPU per
  *   byte, and BSON that has no JavaScript value (the deprecated `undefined`, DBPointer,
@@ -18,6 +24,7 @@ import type { Db } from 'mongodb';
 import { readId, TYPE_FAITHFUL } from '../bson/index.js';
 import { isDuplicateKey } from '../cluster/errors.js';
 import { insertDecoded, rawWritesAvailable, writeRaw, type WriteReply } from '../cluster/raw-writes.js';
+import { WireUnsupported, wireWriterOf } from '../cluster/wire-writes.js';
 import type { WritePath } from '../config/settings.js';
 import { CopyWriteRefused } from '../errors/errors.js';
 import { documentStarts, type RawBatch } from './batcher.js';
@@ -61,7 +68,7 @@ function checkReply(namespace: string, batch: RawBatch, reply: WriteReply): Writ
 
 /** The write path actually available for a wanted one (`raw` needs the driver to send bytes as they are). */
 export function availableWritePath(wanted: WritePath): WritePath {
-  return wanted === 'raw' && !rawWritesAvailable() ? 'decode' : wanted;
+  return wanted !== 'decode' && !rawWritesAvailable() ? 'decode' : wanted;
 }
 
 export interface BatchWriter {
@@ -74,11 +81,24 @@ const DECODE_OPTIONS = Object.freeze({ ...TYPE_FAITHFUL, validation: { utf8: fal
 
 /** A writer for one destination collection on the wanted path (see `availableWritePath`). */
 export function createBatchWriter(db: Db, collection: string, wanted: WritePath): BatchWriter {
-  const path = availableWritePath(wanted);
+  let path = availableWritePath(wanted);
   const namespace = `${db.databaseName}.${collection}`;
+  const wire = path === 'wire' ? wireWriterOf(db.client) : undefined;
   return {
-    path,
+    get path() {
+      return path;
+    },
     async write(batch) {
+      if (path === 'wire') {
+        try {
+          if ((await wire!.unsupported()) === undefined) {
+            return checkReply(namespace, batch, await wire!.insert(db.databaseName, collection, batch));
+          }
+        } catch (error) {
+          if (!(error instanceof WireUnsupported)) throw error;
+        }
+        path = 'raw'; // the driver serves this client from now on
+      }
       if (path === 'raw') {
         // The batch's documents are already back to back, as a document sequence holds them.
         return checkReply(namespace, batch, await writeRaw(db, 'insert', collection, batch, { bypassDocumentValidation: true }));

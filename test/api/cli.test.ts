@@ -143,7 +143,7 @@ describe('startup errors: one line, non-zero exit, nothing started', () => {
       { FERRY_COMMIT_RETRY_INTERVAL_MS: '0' },
       /FERRY_COMMIT_RETRY_INTERVAL_MS must be an integer from 1 to/,
     ],
-    ['an unknown write path', { FERRY_COPY_WRITE_PATH: 'fast' }, /FERRY_COPY_WRITE_PATH must be one of raw, decode, got "fast"/],
+    ['an unknown write path', { FERRY_COPY_WRITE_PATH: 'fast' }, /FERRY_COPY_WRITE_PATH must be one of raw, wire, decode, got "fast"/],
   ];
   for (const [what, env, message] of environment) {
     it(`${what} in the environment → exit 2 and ${message.source}`, () => {

@@ -2,7 +2,15 @@
 // the issue asks for, consistent with each other.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { notPositive, readResult, resultsDir, runScript } from './run-script.js';
+
+/** MongoDB's tools beside the project (`../shared/peers/mongo-tools/`), or MONGO_TOOLS_DIR. */
+const TOOLS =
+  process.env.MONGO_TOOLS_DIR ?? join(fileURLToPath(new URL('../../../', import.meta.url)), '..', 'shared', 'peers', 'mongo-tools');
+const toolsMissing = ['mongodump', 'mongorestore'].some((tool) => !existsSync(join(TOOLS, tool)));
 
 describe('bench:copy', () => {
   it('copies the same data with Ferry and the baseline and writes copy.json with every figure', async () => {
@@ -28,6 +36,42 @@ describe('bench:copy', () => {
     assert.equal(typeof result.machine.cpus, 'number');
     assert.match(result.command, /bench\/copy\.js --sizeMB 2/);
     assert.match(run.stdout, /Ferry \/ baseline throughput: [\d.]+x/);
+  });
+
+  it(
+    "compares against MongoDB's mongodump | mongorestore in three configurations, every destination verified equal",
+    { skip: toolsMissing ? `MongoDB's tools are not in ${TOOLS}` : false },
+    async () => {
+      const out = resultsDir();
+      const run = await runScript('bench/copy.js', ['--sizeMB', '2', '--seed', '5', '--mongoTools', TOOLS, '--out', out]);
+      assert.equal(run.code, 0, run.stderr);
+      const result = readResult(out, 'copy');
+      assert.equal(result.ferryUntil, 'canCommit');
+      assert.deepEqual(
+        result.peers.map((peer: Record<string, any>) => [peer.name, peer.buildsIndexes, peer.equal]),
+        [
+          ['dump|restore default', true, true],
+          ['dump|restore -j4 -w4', true, true],
+          ['dump|restore -j4 -w4 --noIndexRestore', false, true],
+        ],
+      );
+      for (const peer of result.peers) {
+        assert.deepEqual(notPositive(peer, ['MBps', 'seconds', 'peakRssMB', 'destinationCpuSecondsPerGB']), [], JSON.stringify(peer));
+      }
+      assert.equal(result.perRun[0].ferry.equal, true);
+      // One run: the ratio is Ferry's throughput over the fastest configuration's.
+      const best = Math.max(...result.perRun[0].peers.map((peer: Record<string, any>) => peer.MBps));
+      assert.ok(Math.abs(result.ratioToBestPeer - result.ferryMBps / best) < 0.01, JSON.stringify(result));
+      assert.match(run.stdout, /Ferry \/ best peer: [\d.]+x/);
+    },
+  );
+
+  it('refuses a tools directory without the tools, and writes nothing', async () => {
+    const out = resultsDir();
+    const run = await runScript('bench/copy.js', ['--sizeMB', '2', '--mongoTools', out, '--out', out]);
+    assert.notEqual(run.code, 0);
+    assert.match(run.stderr, /--mongoTools: mongodump and mongorestore not found in/);
+    assert.throws(() => readResult(out, 'copy'), /ENOENT/);
   });
 
   it('refuses a bad size with a one-line reason and writes nothing', async () => {

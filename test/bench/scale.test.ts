@@ -31,4 +31,24 @@ describe('bench:scale', () => {
     assert.equal(result.namespaceGrowth.namespaces, 3);
     assert.deepEqual(notPositive(result.namespaceGrowth, ['time', 'cpu']), []);
   });
+
+  it('sweeps copyWorkers × batchBytes on one source and names the fastest and the cheapest settings', async () => {
+    const out = resultsDir();
+    const args = ['--sizes', 'none', '--namespaces', 'none', '--sweepCopyWorkers', '1,2', '--sweepBatchBytesMB', '1', '--sweepSizeMB', '1'];
+    const run = await runScript('bench/scale.js', [...args, '--out', out]);
+    assert.equal(run.code, 0, run.stderr);
+    const { sweep } = readResult(out, 'scale');
+    assert.equal(sweep.sizeMB, 1);
+    assert.deepEqual(
+      sweep.cells.map((cell: Record<string, number>) => [cell.copyWorkers, cell.batchBytesMB]),
+      [
+        [1, 1],
+        [2, 1],
+      ],
+    );
+    for (const cell of sweep.cells) assert.deepEqual(notPositive(cell, ['MBps', 'seconds', 'cpuSecondsPerGB', 'peakRssMB']), []);
+    assert.equal(sweep.fastest.MBps, Math.max(...sweep.cells.map((cell: Record<string, number>) => cell.MBps)));
+    assert.equal(sweep.cheapest.cpuSecondsPerGB, Math.min(...sweep.cells.map((cell: Record<string, number>) => cell.cpuSecondsPerGB)));
+    assert.match(run.stdout, /copyWorkers 2 \| [\d.]+ \(/);
+  });
 });

@@ -20,6 +20,7 @@ import type { Timestamp } from 'bson';
 import { laterTime } from '../domain/time.js';
 import type { RecheckStore, StoredRecheck } from './recheck-store.js';
 import type { Side, StreamPoint } from './state.js';
+import { waitOrWake } from './wait-or-wake.js';
 
 /** One reply of a cluster's change stream. */
 export interface StreamBatch {
@@ -208,15 +209,7 @@ export class RecheckQueue {
 
   /** Resolves on the next touch (or after `ms`). */
   wait(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const timer = setTimeout(done, ms);
-      const wake = this.#wake;
-      function done(): void {
-        clearTimeout(timer);
-        resolve();
-      }
-      wake.push(done);
-    });
+    return waitOrWake(ms, this.#wake);
   }
 
   /** Wakes whoever waits (a stop, a new applied position). */

@@ -60,6 +60,7 @@ import { RangePool } from './range-pool.js';
 import { VerificationPartitions, type RangeRow } from './partitions.js';
 import { VerificationState, type Side, type StreamPoint, type VerificationDocument } from './state.js';
 import { TouchFollower, type DdlTouch } from './touches.js';
+import { waitOrWake } from './wait-or-wake.js';
 
 /** Differences shown in progress warnings (the report has them all). */
 const WARNED_MISMATCHES = 5;
@@ -281,15 +282,7 @@ export class Verifier implements VerificationPhase {
 
   /** Waits up to `ms` or until woken (a stop, a phase change). */
   #pause(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const timer = setTimeout(done, ms);
-      const wake = this.#wake;
-      function done(): void {
-        clearTimeout(timer);
-        resolve();
-      }
-      wake.push(done);
-    });
+    return waitOrWake(ms, this.#wake);
   }
 
   #checkStopping(): void {

@@ -62,7 +62,10 @@ function canonical(value: unknown, ordered = false): unknown {
 
 /** A capped collection's "no limit" (absent, 0, negative or 2^31-1, as mongod lists it after `cappedMax: 0`) said one way. */
 function withoutNoLimit(doc: Document): Document {
-  if (doc.capped !== true || !('max' in doc) || cappedMax(doc.max) !== undefined) return doc;
+  // Compared, not restored: the copy records 2^31-1 as a limit (src/plan/collection-options.ts), but
+  // a collection listed with it and one without `max` hold the same documents.
+  const limit = cappedMax(doc.max);
+  if (doc.capped !== true || !('max' in doc) || (limit !== undefined && limit < 0x7fffffff)) return doc;
   const { max: _max, ...rest } = doc;
   return rest;
 }

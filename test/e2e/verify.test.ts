@@ -10,7 +10,7 @@
  * ranges are not compared again) and still finds a corruption planted before the kill. An attempt
  * that fails on an error is taken up again from its records.
  */
-import { after, before, describe, it } from 'node:test';
+import { after, before, beforeEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -19,7 +19,7 @@ import { MongoClient, type Collection, type Document } from 'mongodb';
 import { METADATA_DATABASE } from '../../src/domain/namespaces.js';
 import { startClusterPair, type ClusterPair } from '../helpers/clusters.js';
 import { cleanUpRun, RUN } from './copy-fixtures.js';
-import { startFerry, type FerryProcess } from './ferry-process.js';
+import { emptyDestination, startFerry, type FerryProcess } from './ferry-process.js';
 
 let pair: ClusterPair;
 let source: MongoClient;
@@ -30,6 +30,9 @@ before(async () => {
   source = await MongoClient.connect(pair.cluster0);
   destination = await MongoClient.connect(pair.cluster1);
 });
+
+// Each test starts one sync, and a sync starts only on an empty destination (mongosync's rule).
+beforeEach(() => emptyDestination(pair.cluster1));
 
 after(async () => {
   await Promise.allSettled([cleanUpRun(source, METADATA_DATABASE), cleanUpRun(destination, METADATA_DATABASE)]);

@@ -10,6 +10,7 @@ import assert from 'node:assert/strict';
 import { Double, Int32, Long, MaxKey, MinKey, Timestamp } from 'bson';
 import { MongoClient, type Collection } from 'mongodb';
 import { MetadataStore, packValue, unpackValue } from '../../src/meta/store.js';
+import { fixedFence } from '../../src/meta/fence.js';
 import type { StartRequest } from '../../src/domain/start-request.js';
 import { checkNamespace } from '../../src/verify/catalog-check.js';
 import { CatalogRecheckStore } from '../../src/verify/catalog-rechecks.js';
@@ -182,7 +183,7 @@ describe('verifier comparisons against clusters', () => {
     assert.deepEqual(late.notVerified, [touched]);
   });
   it('stored re-checks: due once events through their time are applied, and every one once nothing more will be', async () => {
-    const store = new RecheckStore(new MetadataStore(destination, `recheck-store-${process.pid}`));
+    const store = new RecheckStore(new MetadataStore(destination, `recheck-store-${process.pid}`, fixedFence(1)));
     const at = (t: number) => new Timestamp({ t, i: 1 });
     await store.save([
       { ns: `${DB}.c`, id: packValue(1), attempts: 0, dueAt: at(1_700_000_000) },
@@ -219,7 +220,7 @@ describe('verifier comparisons against clusters', () => {
   });
 
   it('definitions waiting for confirmation: due once their time is applied, all of them up to the largest time', async () => {
-    const store = new CatalogRecheckStore(new MetadataStore(destination, `catalog-rechecks-${process.pid}`));
+    const store = new CatalogRecheckStore(new MetadataStore(destination, `catalog-rechecks-${process.pid}`, fixedFence(1)));
     const at = (t: number, i = 1) => new Timestamp({ t, i });
     const difference = (ns: string) => ({ ns, subject: 'options', kind: 'option' as const, detail: 'differs' });
     await store.save({ ns: 'd.early', dueAt: at(1_700_000_000), differences: [difference('d.early')] });

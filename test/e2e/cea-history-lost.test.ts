@@ -118,6 +118,9 @@ describe('change stream history lost during commit', { skip: local ? false : 'ne
             destination: 'cluster1',
             includeNamespaces: [{ database: db }],
             enableUserWriteBlocking: 'sourceAndDestination',
+            // The verifier's own change stream (same appName) could take the fail point's first
+            // entry while change-event application's read is still in flight past the commit point.
+            verification: { enabled: false },
           })
         ).status,
         200,

@@ -372,7 +372,7 @@ export class SyncDriver {
     }
   }
 
-  /** POSTs until the answer is 200 (a named error in between is recorded); returns the errors seen. */
+  /** POSTs until the answer is 200 (a named error in between is recorded, NotReadyToCommit asked again); returns the errors seen. */
   async post(path: string, body: Document, ready: (p: Progress) => boolean = () => true): Promise<string[]> {
     const refused: string[] = [];
     const deadline = Date.now() + STEP_TIMEOUT_MS;
@@ -387,7 +387,9 @@ export class SyncDriver {
       if (answer.status !== 0 && answer.status < 500 && answer.body.error !== 'NotReadyToCommit') {
         throw new Error(`${this.id}: ${error}`);
       }
-      refused.push(error);
+      // canCommit may fall back between the progress read and the commit (the verifier rescans a
+      // namespace after DDL): asked again, as an operator would, and not a refusal caused by a fault.
+      if (answer.body.error !== 'NotReadyToCommit') refused.push(error);
       if (Date.now() > deadline) throw new Error(`${this.id}: ${path} refused until the deadline: ${refused.join('; ')}`);
       await pause(200);
     }

@@ -19,8 +19,11 @@
  *
  * Ferry's own catalog changes (change-event application's DDL: drop, rename, create, a collection
  * read again) run through `changing`, which excludes a check while they run, first forgets the
- * recorded identity of the namespaces they name (durably: a Ferry killed right after its own change
- * must not take it for someone else's after a restart), and has the next check learn the new one.
+ * recorded identity of the namespaces they name and lists them as changing (durably: a Ferry killed
+ * right after its own change must not take it for someone else's after a restart), and has the
+ * next check learn the new one. A name stays listed while the destination and Ferry's records
+ * disagree on it (gone from one, recorded in the other), which a restarted Ferry's replay of the
+ * change settles.
  *
  * Why not the destination's change stream: a change event does not say who made the change, so
  * telling Ferry's own DDL (applied on behalf of the source) from someone else's would rest on
@@ -112,18 +115,19 @@ export class DestinationGuard {
     for (const name of names) byDatabase.set(name.db, [...(byDatabase.get(name.db) ?? []), name]);
     const problems: string[] = [];
     const seen = new Map<string, string>();
+    // Names of Ferry's own changes that the destination and the records do not agree on yet (a
+    // Ferry killed between its drop or rename and recording it): pending until they agree.
+    const unsettled: string[] = [];
     for (const [db, recorded] of byDatabase) {
       const entries = new Map((await listCollectionEntries(destination.client.db(db))).map((entry) => [entry.name, entry]));
       for (const { coll, type } of recorded) {
         const ns = `${db}.${coll}`;
         const entry = entries.get(coll);
-        if (entry === undefined) {
-          problems.push(`${ns} (a ${type} Ferry created) is gone`);
-          continue;
-        }
-        const isView = entry.type === 'view';
-        if (isView !== (type === 'view')) {
-          problems.push(`${ns} is now a ${entry.type}, where Ferry created a ${type}`);
+        const isView = entry?.type === 'view';
+        if (entry === undefined || isView !== (type === 'view')) {
+          if (this.#known.pending(ns)) unsettled.push(ns);
+          else if (entry === undefined) problems.push(`${ns} (a ${type} Ferry created) is gone`);
+          else problems.push(`${ns} is now a ${entry.type}, where Ferry created a ${type}`);
           continue;
         }
         const uuid = uuidText(entry.uuid);
@@ -138,6 +142,9 @@ export class DestinationGuard {
       const more = problems.length > NAMED ? `, and ${problems.length - NAMED} more` : '';
       throw new DestinationChanged(`something other than Ferry changed ${where}: ${problems.slice(0, NAMED).join('; ')}${more}`);
     }
-    await this.#known.write(seen);
+    await this.#known.write(
+      seen,
+      unsettled.map((ns) => ({ db: ns.slice(0, ns.indexOf('.')), coll: ns.slice(ns.indexOf('.') + 1) })),
+    );
   }
 }

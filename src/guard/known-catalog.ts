@@ -1,7 +1,10 @@
 /**
  * The guard's record in the metadata (`guard`, one document per instance): the collection UUID of
  * each namespace Ferry created, as first seen on the destination after Ferry created it (or
- * changed it). Written only when it changes, and before each of Ferry's own changes (`forget`).
+ * changed it). Written only when it changes, and before each of Ferry's own changes (`forget`),
+ * which it also lists as pending until the destination and Ferry's records agree on them again: a
+ * Ferry killed between its own drop or rename and the record of it finds the namespace gone at
+ * its restart, and must not take that for someone else's change.
  */
 import { InstanceCollection, type MetadataStore } from '../meta/store.js';
 
@@ -15,6 +18,8 @@ interface GuardDocument {
   _id: string;
   instance: string;
   namespaces: { ns: string; uuid: string }[];
+  /** Names Ferry began changing and whose change is not yet seen through (see `pending`). */
+  changing?: ChangedName[];
   updatedAt: Date;
 }
 
@@ -25,6 +30,8 @@ function touches(name: ChangedName, ns: string): boolean {
 export class KnownCatalog extends InstanceCollection<GuardDocument> {
   /** What was last written (or read), to write only changes. */
   #stored: string | undefined;
+  /** Names of Ferry's own changes not yet seen through, as last read or written. */
+  #pending: ChangedName[] = [];
 
   constructor(store: MetadataStore) {
     super(store, 'guard');
@@ -34,8 +41,14 @@ export class KnownCatalog extends InstanceCollection<GuardDocument> {
   async read(changed: readonly ChangedName[]): Promise<Map<string, string>> {
     const doc = await this.collection.findOne({ _id: this.instance });
     const entries = doc?.namespaces ?? [];
-    this.#stored ??= JSON.stringify(entries);
+    this.#pending = doc?.changing ?? [];
+    this.#stored ??= stored(entries, this.#pending);
     return new Map(entries.filter(({ ns }) => !changed.some((name) => touches(name, ns))).map(({ ns, uuid }) => [ns, uuid]));
+  }
+
+  /** Whether `ns` is touched by one of Ferry's own changes not yet seen through (as of the last `read`). */
+  pending(ns: string): boolean {
+    return this.#pending.some((name) => touches(name, ns));
   }
 
   /**
@@ -47,20 +60,28 @@ export class KnownCatalog extends InstanceCollection<GuardDocument> {
     const doc = await this.collection.findOne({ _id: this.instance });
     const entries = doc?.namespaces ?? [];
     const kept = entries.filter(({ ns }) => !names.some((name) => touches(name, ns)));
-    if (kept.length === entries.length) return;
-    await this.write(new Map(kept.map(({ ns, uuid }) => [ns, uuid])));
+    const changing = [...(doc?.changing ?? []), ...names.map(({ db, coll }) => (coll === undefined ? { db } : { db, coll }))];
+    await this.write(new Map(kept.map(({ ns, uuid }) => [ns, uuid])), changing);
   }
 
-  /** Records `known` (namespace → UUID) as the whole of what is known, if it changed. */
-  async write(known: ReadonlyMap<string, string>): Promise<void> {
+  /**
+   * Records `known` (namespace → UUID) as the whole of what is known, and the names whose change is
+   * not yet seen through, if either changed.
+   */
+  async write(known: ReadonlyMap<string, string>, changing: readonly ChangedName[]): Promise<void> {
     const namespaces = [...known].map(([ns, uuid]) => ({ ns, uuid })).sort((a, b) => (a.ns < b.ns ? -1 : a.ns > b.ns ? 1 : 0));
-    const text = JSON.stringify(namespaces);
+    const text = stored(namespaces, changing);
     if (text === this.#stored) return;
     await this.collection.replaceOne(
       { _id: this.instance },
-      { instance: this.instance, namespaces, updatedAt: new Date() },
+      { instance: this.instance, namespaces, changing: [...changing], updatedAt: new Date() },
       { upsert: true },
     );
     this.#stored = text;
+    this.#pending = [...changing];
   }
+}
+
+function stored(namespaces: readonly { ns: string; uuid: string }[], changing: readonly ChangedName[]): string {
+  return JSON.stringify({ namespaces, changing });
 }

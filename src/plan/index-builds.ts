@@ -96,6 +96,14 @@ export async function buildPendingIndexes(
   afterChangeEvents?: () => Promise<boolean>,
 ): Promise<boolean> {
   const pending = records.filter((record) => record.type === 'collection' && !record.indexesBuilt);
+  if (pending.length > 0 && afterChangeEvents !== undefined) {
+    // Events replayed after a build would meet an index the source did not have when they were
+    // written there (a document's older shape, refused as CannotIndexParallelArrays): application
+    // catches up with the source first, and later events come from a source that has the index.
+    logger.info('Index builds after the copy: each waits for change-event application to catch up with the source first');
+    await afterChangeEvents();
+    if (stopping()) return false;
+  }
   await forEachBounded(pending, INDEX_BUILD_PARALLELISM, async (record) => {
     if (stopping()) return;
     const built = await buildCollectionIndexes(destination, record, logger, stopping, afterChangeEvents);

@@ -117,7 +117,7 @@ export class DestinationGuard {
     const seen = new Map<string, string>();
     // Names of Ferry's own changes that the destination and the records do not agree on yet (a
     // Ferry killed between its drop or rename and recording it): pending until they agree.
-    const unsettled: string[] = [];
+    const unsettled: ChangedName[] = [];
     for (const [db, recorded] of byDatabase) {
       const entries = new Map((await listCollectionEntries(destination.client.db(db))).map((entry) => [entry.name, entry]));
       for (const { coll, type } of recorded) {
@@ -125,7 +125,7 @@ export class DestinationGuard {
         const entry = entries.get(coll);
         const isView = entry?.type === 'view';
         if (entry === undefined || isView !== (type === 'view')) {
-          if (this.#known.pending(ns)) unsettled.push(ns);
+          if (this.#known.pending(ns)) unsettled.push({ db, coll });
           else if (entry === undefined) problems.push(`${ns} (a ${type} Ferry created) is gone`);
           else problems.push(`${ns} is now a ${entry.type}, where Ferry created a ${type}`);
           continue;
@@ -142,9 +142,6 @@ export class DestinationGuard {
       const more = problems.length > NAMED ? `, and ${problems.length - NAMED} more` : '';
       throw new DestinationChanged(`something other than Ferry changed ${where}: ${problems.slice(0, NAMED).join('; ')}${more}`);
     }
-    await this.#known.write(
-      seen,
-      unsettled.map((ns) => ({ db: ns.slice(0, ns.indexOf('.')), coll: ns.slice(ns.indexOf('.') + 1) })),
-    );
+    await this.#known.write(seen, unsettled);
   }
 }

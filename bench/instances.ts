@@ -52,6 +52,8 @@ export interface SetupMeasurement extends CopyMeasurement {
   ferryCoresBusy: number;
   /** Every process's (Ferry, source, destination) CPU seconds per wall second. */
   allCoresBusy: number;
+  /** MiB copied per CPU second of every process together: what a core buys. */
+  MBperCpuSecond: number;
 }
 
 export interface InstancesRun {
@@ -61,6 +63,19 @@ export interface InstancesRun {
   ratio: number;
 }
 
+/** A setup's figures, medians over runs. */
+export interface SetupMedian {
+  MBps: number;
+  seconds: number;
+  cpuSeconds: number;
+  ferryCoresBusy: number;
+  allCoresBusy: number;
+  MBperCpuSecond: number;
+  mongosCpuSeconds: number;
+  sourceShardsCpuSeconds: number;
+  destinationCpuSeconds: number;
+}
+
 export interface InstancesBenchmarkResult {
   sizeMB: number;
   bytes: number;
@@ -68,8 +83,8 @@ export interface InstancesBenchmarkResult {
   shards: string[];
   runs: InstancesRun[];
   median: {
-    one: { MBps: number; seconds: number; cpuSeconds: number; ferryCoresBusy: number; allCoresBusy: number; mongosCpuSeconds: number };
-    three: { MBps: number; seconds: number; cpuSeconds: number; ferryCoresBusy: number; allCoresBusy: number; mongosCpuSeconds: number };
+    one: SetupMedian;
+    three: SetupMedian;
     /** Each instance's CPU seconds, median over runs, by shard. */
     threePerInstanceCpuSeconds: Record<string, number>;
     ratio: number;
@@ -168,6 +183,7 @@ async function measureSetup(
         sourceShardsCpuSeconds: round(sourceShardsCpuSeconds),
         ferryCoresBusy: round(result.cpuSeconds / seconds),
         allCoresBusy: round(everything / seconds),
+        MBperCpuSecond: round(workload.bytes / MiB / everything),
       };
     } finally {
       for (const name of names) sampler.forget(name);
@@ -181,11 +197,11 @@ function describe(m: SetupMeasurement): string {
     `${m.copier.padEnd(6)} ${m.seconds.toFixed(1).padStart(6)} s ${m.MBps.toFixed(1).padStart(6)} MB/s  Ferry CPU ${m.cpuSeconds.toFixed(1)} s ` +
     `(${m.instances.map((each) => `${each.id} ${each.cpuSeconds.toFixed(1)}`).join(', ')}), ${m.ferryCoresBusy} cores busy; ` +
     `mongos ${m.sourceClusterCpuSeconds.toFixed(1)} s, source shards ${m.sourceShardsCpuSeconds.toFixed(1)} s, ` +
-    `destination ${m.destinationClusterCpuSeconds.toFixed(1)} s; all ${m.allCoresBusy} cores busy`
+    `destination ${m.destinationClusterCpuSeconds.toFixed(1)} s; all ${m.allCoresBusy} cores busy, ${m.MBperCpuSecond} MB per CPU-s`
   );
 }
 
-const medianOf = (runs: InstancesRun[], setup: 'one' | 'three') => {
+const medianOf = (runs: InstancesRun[], setup: 'one' | 'three'): SetupMedian => {
   const of = (figure: (m: SetupMeasurement) => number) => round(median(runs.map((run) => figure(run[setup]))));
   return {
     MBps: of((m) => m.MBps),
@@ -193,7 +209,10 @@ const medianOf = (runs: InstancesRun[], setup: 'one' | 'three') => {
     cpuSeconds: of((m) => m.cpuSeconds),
     ferryCoresBusy: of((m) => m.ferryCoresBusy),
     allCoresBusy: of((m) => m.allCoresBusy),
+    MBperCpuSecond: of((m) => m.MBperCpuSecond),
     mongosCpuSeconds: of((m) => m.sourceClusterCpuSeconds),
+    sourceShardsCpuSeconds: of((m) => m.sourceShardsCpuSeconds),
+    destinationCpuSeconds: of((m) => m.destinationClusterCpuSeconds),
   };
 };
 

@@ -13,7 +13,8 @@ describe('bench:instances', () => {
     assert.equal(result.shards.length, 3);
     assert.equal(result.runs.length, 1);
     const [{ one, three, ratio }] = result.runs;
-    for (const setup of [one, three]) assert.deepEqual(notPositive(setup, ['seconds', 'MBps', 'cpuSeconds', 'ferryCoresBusy']), []);
+    for (const setup of [one, three])
+      assert.deepEqual(notPositive(setup, ['seconds', 'MBps', 'cpuSeconds', 'ferryCoresBusy', 'MBperCpuSecond']), []);
     assert.deepEqual(
       one.instances.map((each: { id: string }) => each.id),
       ['coordinator'],

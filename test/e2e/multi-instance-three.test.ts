@@ -302,7 +302,7 @@ describe('three instances, one per shard of a 3-shard source, into a 2-shard des
     assert.equal(await two.stop('SIGKILL'), null);
     await postAll([three], 'commit');
     two = await launch(1, env, SLOW_COPY);
-    assert.equal((await two.progress()).state, 'COMMITTING', 'it continues the commit it got');
+    assert.match((await two.progress()).state, /^COMMITT(ING|ED)$/, 'it continues the commit it got');
     await all([one, two, three], (p) => p.state === 'COMMITTED');
     await stopAll([one, two, three]);
     await assertMigrated(db);

@@ -12,7 +12,7 @@
  * process, the source's mongos, config server and shards, the destination), so the figures can be
  * read per core: `coresBusy` is CPU seconds per wall second, of Ferry and of everything together.
  *
- *   npm run bench:instances -- [--sizeMB 32] [--collections 4] [--runs 3] [--out bench/results]
+ *   npm run bench:instances -- [--sizeMB 480] [--collections 4] [--runs 3] [--out bench/results]
  *
  * Writes `<out>/instances.json`.
  */
@@ -31,7 +31,7 @@ import { DEFAULT_RESULTS_DIR, median, MiB, round, writeResult } from './lib/resu
 
 /** Options of `runInstancesBenchmark`. */
 export interface InstancesBenchmarkOptions {
-  /** Size of the source's data, MiB. Default 32. */
+  /** Size of the source's data, MiB. Default 480. */
   sizeMB?: number;
   /** Collections it is spread over. Default 4. */
   collections?: number;
@@ -217,7 +217,7 @@ const medianOf = (runs: InstancesRun[], setup: 'one' | 'three'): SetupMedian => 
 };
 
 export async function runInstancesBenchmark(options: InstancesBenchmarkOptions = {}): Promise<InstancesBenchmarkResult & { path: string }> {
-  const sizeMB = options.sizeMB ?? 32;
+  const sizeMB = options.sizeMB ?? 480;
   const runs = options.runs ?? 3;
   const print = options.print ?? ((line: string) => console.log(line));
   const sampler = new UsageSampler();
@@ -278,7 +278,7 @@ async function main(argv: string[]): Promise<void> {
   const flags = new Command()
     .name('bench:instances')
     .description('Copy of a 3-shard source by one Ferry and by three (one per shard), side by side')
-    .option('--sizeMB <n>', 'size of the source data, MiB', positiveInteger, 32)
+    .option('--sizeMB <n>', 'size of the source data, MiB', positiveInteger, 480)
     .option('--collections <n>', 'collections the data is spread over', positiveInteger, 4)
     .option('--runs <n>', 'side-by-side runs', positiveInteger, 3)
     .option('--out <dir>', 'directory of instances.json', DEFAULT_RESULTS_DIR)

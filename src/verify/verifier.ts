@@ -178,8 +178,13 @@ export class Verifier implements VerificationPhase {
 
   onCommit(): void {
     const count = this.#figures.mismatchCount;
-    const initialDone = this.#record?.initialHashingDoneAt !== undefined;
-    if (count === 0 && initialDone) return;
+    const initialDone = this.#record?.firstPassDoneAt !== undefined;
+    if (count === 0 && initialDone) {
+      if (this.#record?.initialHashingDoneAt === undefined) {
+        this.#context.logger.info('Commit requested while verification scans again what DDL changed; it finishes after the commit');
+      }
+      return;
+    }
     const known =
       count > 0
         ? `verification has found ${count} difference(s) between the source and the destination (${this.#figures.mismatches
@@ -221,8 +226,10 @@ export class Verifier implements VerificationPhase {
     return {
       warnings,
       figures: { verification: progress },
-      // mongosync: a commit waits for the verifier to be "in an appropriate state": every range compared once.
-      readyToCommit: progress.source.phase === 'stream hashing' && progress.destination.phase === 'stream hashing',
+      // mongosync: a commit waits for the verifier to be "in an appropriate state": every range
+      // compared once. A namespace scanned again after DDL does not take that back (canCommit
+      // would flicker under an operator's commit); the final pass still waits for the rescan.
+      readyToCommit: this.#record?.firstPassDoneAt !== undefined,
     };
   }
 
@@ -467,7 +474,7 @@ export class Verifier implements VerificationPhase {
     await forEachBounded(names, PLANNING_PARALLELISM, async (name) => {
       await this.#checkCatalog(splitNamespace(name));
     });
-    await this.#state.markPlanned(estimated, collections.length);
+    await this.#state.markPlanned(estimated);
     this.#record = (await this.#state.read())!;
     await this.#refreshFigures();
     logger.info(
@@ -846,7 +853,8 @@ export class Verifier implements VerificationPhase {
     const [summary, pending] = await Promise.all([this.#partitions.summary(), this.#rechecks.count(), this.#refreshMismatches()]);
     const figures = this.#figures;
     figures.ranges = { total: summary.total, done: summary.done };
-    figures.collections = { total: this.#record?.totalCollections ?? summary.collections, scanned: summary.scannedCollections };
+    // Every collection has at least one range, so the table counts them, a DDL's rescan included.
+    figures.collections = { total: this.#record?.planned === true ? summary.collections : 0, scanned: summary.scannedCollections };
     figures.hashed = { source: summary.source.documents, destination: summary.destination.documents };
     figures.pending = pending + this.#queue.size;
     figures.notVerified = this.#record?.notVerified ?? figures.notVerified;

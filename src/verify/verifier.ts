@@ -33,6 +33,7 @@
 import { Timestamp } from 'bson';
 import type { MongoClient } from 'mongodb';
 import { ChangeStreamReader } from '../cluster/change-stream.js';
+import { connect } from '../cluster/connect.js';
 import { isTransient } from '../cluster/errors.js';
 import { RETRY_POLICY, retryDelay } from '../cluster/retry.js';
 import { redactUris } from '../domain/credentials.js';
@@ -56,7 +57,7 @@ import { documentMismatch, mismatchLine, MismatchStore } from './mismatches.js';
 import { Rechecker } from './recheck.js';
 import { RecheckQueue } from './recheck-queue.js';
 import { RecheckStore } from './recheck-store.js';
-import { RangePool } from './range-pool.js';
+import { RangePool, VERIFY_APP_NAME } from './range-pool.js';
 import { VerificationPartitions, type RangeRow } from './partitions.js';
 import { VerificationState, type Side, type StreamPoint, type VerificationDocument } from './state.js';
 import { TouchFollower, type DdlTouch } from './touches.js';
@@ -358,7 +359,13 @@ export class Verifier implements VerificationPhase {
       record = this.#record = (await this.#state.read())!;
     }
     this.#problem = undefined;
-    const followers = this.#startFollowers(record);
+    // Its own clients: in currentOp, server logs and fail points the verifier's change streams
+    // are `ferry-verify` (as its range reads are), not change-event application's `ferry`.
+    const streamClients = {
+      source: connect(source.endpoint, { appName: VERIFY_APP_NAME, maxPoolSize: 2 }),
+      destination: connect(destination.endpoint, { appName: VERIFY_APP_NAME, maxPoolSize: 2 }),
+    };
+    const followers = this.#startFollowers(record, streamClients);
     const tasks = [
       ...followers,
       this.#checkpointLoop(),
@@ -380,11 +387,12 @@ export class Verifier implements VerificationPhase {
       this.#queue.wakeAll();
       await Promise.allSettled(tasks);
       this.#followers = {};
+      await Promise.allSettled([streamClients.source.close(), streamClients.destination.close()]);
     }
   }
 
-  #startFollowers(record: VerificationDocument): Promise<void>[] {
-    const { source, destination, settings, logger, store } = this.#context;
+  #startFollowers(record: VerificationDocument, clients: Record<Side, MongoClient>): Promise<void>[] {
+    const { settings, logger, store } = this.#context;
     const common = {
       selector: this.#selector,
       queue: this.#queue,
@@ -400,7 +408,7 @@ export class Verifier implements VerificationPhase {
     const sourceFollower = new TouchFollower({
       ...common,
       side: 'source',
-      client: source.client,
+      client: clients.source,
       start: record.source,
       stopAfter: () => (this.#commit.applied ? laterTime(this.#commit.commitPoint, this.#applied) : undefined),
       onAfterCommit: async (documents) => {
@@ -413,7 +421,7 @@ export class Verifier implements VerificationPhase {
     const destinationFollower = new TouchFollower({
       ...common,
       side: 'destination',
-      client: destination.client,
+      client: clients.destination,
       start: record.destination,
       ...(record.commitBoundary === undefined ? {} : { boundary: record.commitBoundary }),
       onCommitBoundary: (time) => {

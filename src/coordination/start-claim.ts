@@ -17,7 +17,7 @@
 import { isDuplicateKey } from '../cluster/errors.js';
 import { InternalError } from '../errors/errors.js';
 import { crossClusterFence, FencedCollection } from '../meta/fence.js';
-import { readLease } from '../meta/lease.js';
+import { liveInstances, readLease } from '../meta/lease.js';
 import { METADATA_COLLECTIONS } from '../meta/names.js';
 import type { MetadataStore } from '../meta/store.js';
 
@@ -99,7 +99,9 @@ export class StartClaim {
       .collection<{ _id: string; state: string }>(METADATA_COLLECTIONS.resume)
       .findOne({ _id: claim.instance });
     if (resume !== null) return resume.state !== 'COMMITTED';
-    const lease = await readLease(this.#store.db.client, claim.instance);
-    return lease !== null && lease.epoch === claim.leaseEpoch && lease.expiresAt.getTime() > Date.now();
+    // The same lease still held, its expiry judged by the destination's clock (instances' clocks may differ).
+    const client = this.#store.db.client;
+    const lease = await readLease(client, claim.instance);
+    return lease !== null && lease.epoch === claim.leaseEpoch && (await liveInstances(client, [claim.instance])).has(claim.instance);
   }
 }

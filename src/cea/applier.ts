@@ -24,6 +24,21 @@
  * `caughtUpTo` tells another phase when events through a source time are applied (an index build
  * after the copy waits for it: src/plan/index-builds.ts).
  *
+ * Several instances, one per source shard (src/coordination/): each applies its own shard's
+ * stream, and publishes how far it has applied it. Two kinds of event wait, after draining the
+ * lanes, until every other instance has applied its shard's events earlier than theirs
+ * (`awaitAppliedBefore`):
+ * - an insert that may be the arriving half of a cross-shard move (shard-key-change.ts): the other
+ *   shard's events of the document, from before it left, are then all on the destination, and
+ *   none can overwrite the moved version afterwards (its delete half, keyed by the old shard key,
+ *   leaves the new version alone: write-plan.ts). Without it, a lagging instance's older update of
+ *   the document replaces the new version (by `_id`), and its delete then removes it: lost;
+ * - a DDL event: a mongos-driven DDL on a sharded collection is reported by the database's primary
+ *   shard alone (the others' parts are `fromMigrate`), so the instance of that shard applies it
+ *   for all, but only once no other instance still has earlier writes to the collection to
+ *   apply (a drop applied before them would be undone by their inserts, a rename would leave them
+ *   under the old name).
+ *
  * The resume token recorded (src/meta/change-stream.ts) is always one up to which everything is durably
  * applied: the lanes' watermark, at reader-batch granularity (each batch's
  * `postBatchResumeToken`), at most once per interval, at each barrier, and when stopping. A
@@ -41,6 +56,7 @@ import { ChangeStreamCheckpoints, type StreamPosition } from '../meta/change-str
 import { documentKeyOf, hotDocumentKeys, idKey, laneOf } from './document-key.js';
 import { DdlApplier, isDdlOperation } from './ddl.js';
 import { isCrudOperation } from './crud-event.js';
+import { mayArriveFromAnotherShard } from './shard-key-change.js';
 import { LagTracker } from './lag.js';
 import { OplogWatch } from './oplog-window.js';
 import { Lanes, type LaneBatch } from './lanes.js';
@@ -437,6 +453,12 @@ export class ChangeEventApplier implements ChangeApplication {
         }
         return;
       }
+      if (type === 'insert' && this.#context.coordination !== undefined && mayArriveFromAnotherShard(bytes, key)) {
+        // Perhaps a document moved here from another shard: its earlier events there go first (module comment).
+        await lanes.drain();
+        this.#advance();
+        await this.#awaitOtherShards(fields.clusterTime, `An insert into ${ns.db}.${ns.coll} in a transaction (maybe a cross-shard move)`);
+      }
       const lane = laneOf(`${ns.db}.${ns.coll}`, keyText, lanes.count);
       this.#seq++;
       await lanes.add(lane, bytes, this.#seq);
@@ -476,6 +498,8 @@ export class ChangeEventApplier implements ChangeApplication {
       this.#advance();
       const before = positionBefore();
       if (before !== undefined) await this.#record(before);
+      // The other shards' earlier writes to what it changes go first (module comment).
+      await this.#awaitOtherShards(fields.clusterTime, `${fields.operationType} of ${describeNames(fields)}`);
       if (this.#copyCompletedAt === undefined && (await this.#touchesUnfinishedCopy(fields))) {
         this.#context.logger.info(
           { operationType: fields.operationType, ns: fields.ns, to: fields.to },
@@ -506,6 +530,16 @@ export class ChangeEventApplier implements ChangeApplication {
     } finally {
       this.#lag.waitingDdl = undefined;
     }
+  }
+
+  /**
+   * Several instances: waits until every other one applied its shard's events earlier than `time`
+   * (this instance applied all of its own before the event: lanes drained). Nothing to wait for alone.
+   */
+  async #awaitOtherShards(time: Timestamp | undefined, why: string): Promise<void> {
+    const coordination = this.#context.coordination;
+    if (coordination === undefined || time === undefined) return;
+    if (!(await coordination.awaitAppliedBefore(time, why, () => this.#stopping))) throw new Stopped();
   }
 
   /** Whether a DDL event names a collection whose initial copy (partitions or index builds) is unfinished. */
@@ -561,6 +595,8 @@ export class ChangeEventApplier implements ChangeApplication {
       const candidate = this.#candidates.shift()!;
       this.#applied = candidate.position;
       this.#lag.applied(candidate.position.time);
+      // Everything through the batch's resume point is applied: the events before its time too.
+      this.#context.coordination?.noteAppliedBefore(candidate.position.time);
       if (candidate.wallTimeMs !== undefined) this.#context.histograms.record('lagMs', Date.now() - candidate.wallTimeMs);
     }
     this.#settleCatchUps();
@@ -570,6 +606,7 @@ export class ChangeEventApplier implements ChangeApplication {
   async #record(position: StreamPosition): Promise<void> {
     this.#applied = position;
     this.#lag.applied(position.time);
+    this.#context.coordination?.noteAppliedBefore(position.time);
     this.#settleCatchUps();
     await this.#checkpoint();
   }
@@ -582,4 +619,11 @@ export class ChangeEventApplier implements ChangeApplication {
     this.#saving = this.#saving.catch(() => undefined).then(() => this.#checkpoints.save(position));
     return this.#saving;
   }
+}
+
+/** `db.coll` (and `→ db.coll` for a rename) of a DDL event, for progress. */
+function describeNames(fields: ChangeEventFields): string {
+  const name = (ns: { db: string; coll?: string }) => (ns.coll === undefined ? ns.db : `${ns.db}.${ns.coll}`);
+  const from = fields.ns === undefined ? '?' : name(fields.ns);
+  return fields.to === undefined ? from : `${from} → ${name(fields.to)}`;
 }

@@ -37,7 +37,9 @@
  *   shard alone (the others' parts are `fromMigrate`), so the instance of that shard applies it
  *   for all, but only once no other instance still has earlier writes to the collection to
  *   apply (a drop applied before them would be undone by their inserts, a rename would leave them
- *   under the old name).
+ *   under the old name). The other way round, an instance's event that names a collection as a
+ *   DDL not yet applied leaves it (a rename's new name, a collection created again) waits until
+ *   that DDL is on the destination (namespace-uuids.ts): written first, the DDL would overwrite it.
  *
  * The resume token recorded (src/meta/change-stream.ts) is always one up to which everything is durably
  * applied: the lanes' watermark, at reader-batch granularity (each batch's
@@ -47,7 +49,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import type { Document, Timestamp } from 'bson';
-import { BsonType, decodeDocument, findElement, readChangeEvent, type ChangeEventFields } from '../bson/index.js';
+import { BsonType, decodeDocument, decodeValue, findElement, readChangeEvent, type ChangeEventFields } from '../bson/index.js';
 import { NamespaceRecords } from '../meta/namespaces.js';
 import { PartitionTable } from '../meta/partitions.js';
 import { ApplyPool } from './apply-pool.js';
@@ -57,6 +59,8 @@ import { documentKeyOf, hotDocumentKeys, idKey, laneOf } from './document-key.js
 import { DdlApplier, isDdlOperation } from './ddl.js';
 import { isCrudOperation } from './crud-event.js';
 import { mayArriveFromAnotherShard } from './shard-key-change.js';
+import { NamespaceUuids } from './namespace-uuids.js';
+import { sleep } from '../cluster/retry.js';
 import { LagTracker } from './lag.js';
 import { OplogWatch } from './oplog-window.js';
 import { Lanes, type LaneBatch } from './lanes.js';
@@ -84,6 +88,8 @@ interface Candidate {
 class Stopped extends Error {}
 
 const ID = '_id';
+/** How often a write held for another instance's DDL looks at the namespace records again (ms). */
+const COORDINATION_POLL_MS = 500;
 
 export class ChangeEventApplier implements ChangeApplication {
   readonly name = 'change event application';
@@ -129,6 +135,10 @@ export class ChangeEventApplier implements ChangeApplication {
   #catchUps: { time: Timestamp; resolve: (reached: boolean) => void }[] = [];
   /** Waiting at a DDL barrier for the initial copy: every event before it is applied. */
   #waitingForCopy = false;
+  /** Several instances: which collection each name holds after the DDL applied so far (namespace-uuids.ts). */
+  readonly #uuids: NamespaceUuids | undefined;
+  /** The namespace whose event waits for another instance's DDL, for progress. */
+  #waitingForDdlOf: string | undefined;
 
   constructor(context: SyncContext) {
     this.#context = context;
@@ -147,6 +157,7 @@ export class ChangeEventApplier implements ChangeApplication {
     this.#phase = context.syncPhase();
     this.#checkpoints = new ChangeStreamCheckpoints(context.store);
     this.#records = new NamespaceRecords(context.store);
+    if (context.coordination !== undefined) this.#uuids = new NamespaceUuids(() => this.#records.everyInstance());
     this.#partitions = new PartitionTable(context.store);
     this.#ddl = new DdlApplier({
       source: context.source.client,
@@ -250,6 +261,12 @@ export class ChangeEventApplier implements ChangeApplication {
     else if (this.#phase === 'copied') status.info = 'change event application';
     const stalled = this.#stalledLanes();
     const more = [...(oplogShort === undefined ? [] : [oplogShort]), ...stalled];
+    if (this.#waitingForDdlOf !== undefined) {
+      more.push(
+        `A write to ${this.#waitingForDdlOf} waits for the instance of the database's primary shard to apply the DDL before it ` +
+          '(a rename onto that name, or its drop and creation again)',
+      );
+    }
     if (more.length > 0) status.warnings = [...(status.warnings ?? []), ...more];
     return status;
   }
@@ -292,6 +309,7 @@ export class ChangeEventApplier implements ChangeApplication {
     // A reversed sync begins with its copy complete (src/reverse/): nothing to wait for, no tombstones.
     this.#copyCompletedAt = recorded?.copyCompletedAt ?? context.resume.copyCompletedAt;
     await this.#readShardKeys();
+    await this.#uuids?.refresh();
     if (recorded?.resumeToken !== undefined) {
       this.#applied = {
         resumeToken: recorded.resumeToken,
@@ -453,6 +471,7 @@ export class ChangeEventApplier implements ChangeApplication {
         }
         return;
       }
+      await this.#awaitDdlOfOtherShard(bytes, `${ns.db}.${ns.coll}`, fields.clusterTime, lanes);
       if (type === 'insert' && this.#context.coordination !== undefined && mayArriveFromAnotherShard(bytes, key)) {
         // Perhaps a document moved here from another shard: its earlier events there go first (module comment).
         await lanes.drain();
@@ -525,6 +544,7 @@ export class ChangeEventApplier implements ChangeApplication {
       const named = [fields.ns, fields.to].filter((name) => name !== undefined);
       await this.#context.changingCatalog(named, () => this.#ddl.apply(event, duringCopy));
       await this.#readShardKeys();
+      await this.#uuids?.refresh();
       this.#eventsApplied++;
       await this.#record({ resumeToken: event._id as Document, ...(fields.clusterTime === undefined ? {} : { time: fields.clusterTime }) });
     } finally {
@@ -540,6 +560,35 @@ export class ChangeEventApplier implements ChangeApplication {
     const coordination = this.#context.coordination;
     if (coordination === undefined || time === undefined) return;
     if (!(await coordination.awaitAppliedBefore(time, why, () => this.#stopping))) throw new Stopped();
+  }
+
+  /**
+   * Several instances: holds a CRUD event that names its collection as another instance's DDL,
+   * not applied yet, leaves it (module comment; namespace-uuids.ts). Every event before it is
+   * applied first and the watermark says so, so that instance's DDL barrier can go on.
+   */
+  async #awaitDdlOfOtherShard(bytes: Uint8Array, namespace: string, time: Timestamp | undefined, lanes: Lanes): Promise<void> {
+    const uuids = this.#uuids;
+    const element = uuids === undefined ? undefined : findElement(bytes, 'collectionUUID');
+    if (uuids === undefined || element === undefined) return;
+    const uuid = decodeValue(bytes, element);
+    if (!uuids.pending(namespace, uuid)) return;
+    await uuids.refresh();
+    if (!uuids.pending(namespace, uuid)) return;
+    await lanes.drain();
+    this.#advance();
+    this.#context.coordination?.noteAppliedBefore(time);
+    this.#context.logger.info({ ns: namespace }, 'A write waits for the DDL another instance applies before it');
+    this.#waitingForDdlOf = namespace;
+    try {
+      while (uuids.pending(namespace, uuid)) {
+        if (this.#stopping) throw new Stopped();
+        await sleep(COORDINATION_POLL_MS);
+        await uuids.refresh();
+      }
+    } finally {
+      this.#waitingForDdlOf = undefined;
+    }
   }
 
   /** Whether a DDL event names a collection whose initial copy (partitions or index builds) is unfinished. */

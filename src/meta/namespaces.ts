@@ -162,6 +162,19 @@ export class NamespaceRecords extends InstanceCollection<NamespaceDocument> {
       .sort((a, b) => (namespaceOf(a) < namespaceOf(b) ? -1 : namespaceOf(a) > namespaceOf(b) ? 1 : 0));
   }
 
+  /**
+   * Every instance's records (several instances, one per source shard), as name and source UUID
+   * only: which collection each name holds on the destination after the DDL any of them applied.
+   */
+  async everyInstance(): Promise<{ db: string; coll: string; uuid?: Binary }[]> {
+    const docs = await this.collection.find({}, { projection: { db: 1, coll: 1, uuid: 1 } }).toArray();
+    return docs.map((doc) => ({
+      db: String(doc.db),
+      coll: String(doc.coll),
+      ...(doc.uuid === undefined ? {} : { uuid: doc.uuid as Binary }),
+    }));
+  }
+
   /** The namespaces recorded as created on the destination, and their type: a light read (the destination's check). */
   async created(): Promise<{ db: string; coll: string; type: 'collection' | 'view' }[]> {
     const docs = await this.collection

@@ -1,0 +1,158 @@
+/**
+ * Several instances, one per source shard (issue 13): DDL on sharded collections during
+ * change-event application, with writes on every shard. The database's primary shard alone
+ * reports a drop or rename of a sharded collection (the other shards' parts are `fromMigrate`), so
+ * its instance applies it for all. The other instance is held (paused) around the DDL, so that it
+ * still has earlier writes to the collection to apply when the DDL arrives, and later writes (to
+ * the new name) right after: the drop must not be undone by the earlier inserts, and the rename
+ * must not overwrite the later ones. The destination equals the source at commit.
+ *
+ * `FERRY_TEST_SHARDED_URI` and `FERRY_TEST_RS_URI` point the clusters at real deployments.
+ */
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { MongoClient, type Document } from 'mongodb';
+import { spawnCluster } from '../cluster/index.js';
+import { emptyDestination, startFerry, type FerryProcess } from './ferry-process.js';
+
+let sourceUri: string;
+let destinationUri: string;
+let source: MongoClient;
+let destination: MongoClient;
+const stops: (() => Promise<void>)[] = [];
+const DB = `multi_ddl_${process.pid}`;
+let shards: string[];
+
+before(async () => {
+  const real = [process.env.FERRY_TEST_SHARDED_URI, process.env.FERRY_TEST_RS_URI];
+  if (real.every((uri) => uri !== undefined && uri !== '')) {
+    [sourceUri, destinationUri] = real as string[];
+  } else {
+    const [a, b] = await Promise.all([spawnCluster({ shards: 2 }), spawnCluster()]);
+    stops.push(
+      () => a.stop(),
+      () => b.stop(),
+    );
+    [sourceUri, destinationUri] = [a.uri, b.uri];
+  }
+  source = new MongoClient(sourceUri);
+  destination = new MongoClient(destinationUri);
+  await emptyDestination(destinationUri);
+  const admin = source.db('admin');
+  shards = ((await admin.command({ listShards: 1 })).shards as { _id: string }[]).map((shard) => shard._id);
+  await admin.command({ enableSharding: DB, primaryShard: shards[0] });
+  for (const coll of ['dropped', 'renamed', 'kept']) {
+    await admin.command({ shardCollection: `${DB}.${coll}`, key: { k: 1 } });
+    await admin.command({ split: `${DB}.${coll}`, middle: { k: 100 } });
+    await admin.command({ moveChunk: `${DB}.${coll}`, find: { k: 150 }, to: shards[1], _waitForDelete: true });
+    await source
+      .db(DB)
+      .collection(coll)
+      .insertMany(Array.from({ length: 200 }, (_, i) => ({ _id: i, k: i, v: 0 })) as never[]);
+  }
+});
+
+after(async () => {
+  await Promise.all([source?.close(), destination?.close()]);
+  await Promise.all(stops.map((stop) => stop()));
+});
+
+/** Every collection of the database with its documents, by name. */
+async function sortedDocs(client: MongoClient): Promise<Record<string, Document[]>> {
+  const names = (await client.db(DB).listCollections({}, { nameOnly: true }).toArray()).map((entry) => entry.name).sort();
+  const all: Record<string, Document[]> = {};
+  for (const name of names) all[name] = await client.db(DB).collection(name).find().sort({ _id: 1 }).toArray();
+  return all;
+}
+
+/**
+ * Waits until the destination equals the source (canCommit allows a few seconds of lag), then
+ * checks it: the last difference seen is the failure.
+ */
+async function converged(label: string): Promise<void> {
+  for (const deadline = Date.now() + 60_000; Date.now() < deadline;) {
+    const [actual, expected] = await Promise.all([sortedDocs(destination), sortedDocs(source)]);
+    try {
+      assert.deepEqual(actual, expected, label);
+      return;
+    } catch (error) {
+      if (Date.now() + 500 >= deadline) throw error;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
+}
+
+describe('several instances: DDL on a sharded collection with writes on every shard', () => {
+  const ferries: FerryProcess[] = [];
+  const ferry = (id: string) =>
+    startFerry(['--cluster0', sourceUri, '--cluster1', destinationUri, '--id', id], { FERRY_COMMIT_RETRY_INTERVAL_MS: '200' });
+
+  after(async () => {
+    await Promise.all(ferries.map((each) => each.stop().catch(() => null)));
+  });
+
+  it('applies a drop and a rename once, after every instance applied its earlier writes and before its later ones', async () => {
+    const [first, second] = shards as [string, string];
+    const one = await ferry(first);
+    const two = await ferry(second);
+    ferries.push(one, two);
+    const body = { source: 'cluster0', destination: 'cluster1', includeNamespaces: [{ database: DB }] };
+    assert.equal((await one.post('start', body)).status, 200);
+    assert.equal((await two.post('start', body)).status, 200);
+    await Promise.all([one, two].map((each) => each.waitForProgress((p) => p.canCommit === true, 180_000)));
+    const db = source.db(DB);
+    const applied = async (instance: FerryProcess) => Number((await instance.progress()).totalEventsApplied);
+    /** Waits until the primary shard's instance waits for the held one at the DDL, or has applied it. */
+    const dealt = async (done: () => Promise<boolean>) => {
+      for (let waited = 0; ; waited += 200) {
+        const warnings: string[] = (await one.progress()).warnings ?? [];
+        if (warnings.some((w) => w.includes(`waits for instance "${second}"`)) || (await done())) return;
+        assert.ok(waited < 60_000, 'the primary shard instance neither applied the DDL nor waited');
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+    };
+    const onDestination = async (name: string) =>
+      (await destination.db(DB).listCollections({ name }, { nameOnly: true }).toArray()).length > 0;
+
+    // Drop: the held instance still has inserts and updates of the collection, on its shard, to apply.
+    const twoBefore = await applied(two);
+    assert.equal((await two.post('pause', {})).status, 200);
+    await two.waitForProgress((p) => p.state === 'PAUSED');
+    await db.collection('dropped').insertMany([
+      { _id: 'a', k: 150 },
+      { _id: 'b', k: 20 },
+    ] as Document[]);
+    await db.collection('dropped').updateMany({ k: { $gte: 190 } } as Document, { $set: { v: 1 } });
+    await db.collection('dropped').drop();
+    await dealt(async () => !(await onDestination('dropped')));
+
+    // Rename: earlier writes on both shards, then later ones under the new name on both shards.
+    await db.collection('renamed').insertMany([
+      { _id: 'c', k: 160 },
+      { _id: 'd', k: 30 },
+    ] as Document[]);
+    await db.collection('renamed').deleteMany({ k: { $in: [1, 101] } } as Document);
+    await source.db('admin').command({ renameCollection: `${DB}.renamed`, to: `${DB}.moved` });
+    await db.collection('moved').insertMany([
+      { _id: 'e', k: 170 },
+      { _id: 'f', k: 40 },
+    ] as Document[]);
+    await db.collection('moved').updateMany({ k: { $in: [120, 20] } } as Document, { $set: { v: 2 } });
+    await db.collection('kept').insertOne({ _id: 'g', k: 180 } as Document);
+
+    assert.equal((await two.post('resume', {})).status, 200);
+    // Its backlog on its shard: 1 insert and 10 updates of 'dropped', 1 insert and 1 delete of
+    // 'renamed', 1 insert and 1 update of 'moved', 1 insert of 'kept'.
+    await two.waitForProgress((p) => Number(p.totalEventsApplied) >= twoBefore + 16, 60_000);
+    await Promise.all([one, two].map((each) => each.waitForProgress((p) => p.canCommit === true, 180_000)));
+    await converged('after the drop and the rename');
+    assert.equal(await onDestination('dropped'), false);
+    assert.equal(await onDestination('renamed'), false);
+
+    assert.equal((await one.post('commit', {})).status, 200);
+    assert.equal((await two.post('commit', {})).status, 200);
+    await Promise.all([one, two].map((each) => each.waitForProgress((p) => p.state === 'COMMITTED', 120_000)));
+    assert.deepEqual(await sortedDocs(destination), await sortedDocs(source), 'after commit');
+    for (const each of ferries.splice(0)) assert.equal(await each.stop(), 0);
+  });
+});

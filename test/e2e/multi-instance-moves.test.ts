@@ -95,6 +95,17 @@ describe('several instances: a shard-key change moving a document between shards
     const two = await ferry(second);
     ferries.push(one, two);
     const body = { source: 'cluster0', destination: 'cluster1', includeNamespaces: [{ database: DB }] };
+    // Reverse is not coordinated across instances: a reversible start is refused by name, nothing started.
+    const reversible = await one.post('start', {
+      source: 'cluster0',
+      destination: 'cluster1',
+      reversible: true,
+      enableUserWriteBlocking: 'sourceAndDestination',
+    });
+    assert.equal(reversible.status, 422, JSON.stringify(reversible.body));
+    assert.match(JSON.stringify(reversible.body), /ReversibleNotSupported/);
+    assert.match(JSON.stringify(reversible.body), /several instances/);
+    assert.equal((await one.progress()).state, 'IDLE');
     assert.equal((await one.post('start', body)).status, 200);
     assert.equal((await two.post('start', body)).status, 200);
     await Promise.all([one, two].map((each) => each.waitForProgress((p) => p.canCommit === true, 180_000)));

@@ -10,6 +10,8 @@
  * The instance of the new shard waits at the insert until the other has applied its earlier
  * events (progress says so): without that wait, the paused old-shard instance, resumed, replays
  * the document's insert and replacement by `_id` over the moved version, then deletes it.
+ * Also: a reversible start is refused by name, and a hot document (`--hotDocIDs`) given to the
+ * second instance only is copied by the commit.
  *
  * `FERRY_TEST_SHARDED_URI` and `FERRY_TEST_RS_URI` point the clusters at real deployments.
  */
@@ -82,8 +84,8 @@ async function converged(label: string): Promise<void> {
 
 describe('several instances: a shard-key change moving a document between shards', () => {
   const ferries: FerryProcess[] = [];
-  const ferry = (id: string) =>
-    startFerry(['--cluster0', sourceUri, '--cluster1', destinationUri, '--id', id], { FERRY_COMMIT_RETRY_INTERVAL_MS: '200' });
+  const ferry = (id: string, ...extra: string[]) =>
+    startFerry(['--cluster0', sourceUri, '--cluster1', destinationUri, '--id', id, ...extra], { FERRY_COMMIT_RETRY_INTERVAL_MS: '200' });
 
   after(async () => {
     await Promise.all(ferries.map((each) => each.stop().catch(() => null)));
@@ -92,7 +94,9 @@ describe('several instances: a shard-key change moving a document between shards
   it('converges whichever instance applies its half first', async () => {
     const [first, second] = shards as [string, string];
     const one = await ferry(first);
-    const two = await ferry(second);
+    // A hot document of the second shard, named to its instance only: its events are skipped there,
+    // and the commit (the coordinator's) copies every instance's hot documents.
+    const two = await ferry(second, '--hotDocIDs', JSON.stringify({ db: DB, collection: 'moves', ids: [{ _id: 199 }] }));
     ferries.push(one, two);
     const body = { source: 'cluster0', destination: 'cluster1', includeNamespaces: [{ database: DB }] };
     // Reverse is not coordinated across instances: a reversible start is refused by name, nothing started.
@@ -161,6 +165,7 @@ describe('several instances: a shard-key change moving a document between shards
     await Promise.all([one, two].map((each) => each.waitForProgress((p) => p.canCommit === true, 180_000)));
     await converged('delete before insert');
 
+    for (let i = 1; i <= 5; i++) await moves.updateOne({ _id: 199 } as Document, { $set: { v: i } });
     assert.equal((await one.post('commit', {})).status, 200);
     assert.equal((await two.post('commit', {})).status, 200);
     await Promise.all([one, two].map((each) => each.waitForProgress((p) => p.state === 'COMMITTED', 120_000)));

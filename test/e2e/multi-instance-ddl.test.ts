@@ -11,35 +11,22 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { MongoClient, type Document } from 'mongodb';
-import { spawnCluster } from '../cluster/index.js';
-import { emptyDestination, startFerry, type FerryProcess } from './ferry-process.js';
+import type { Document, MongoClient } from 'mongodb';
+import { startFerry, type FerryProcess } from './ferry-process.js';
+import { converged, shardedSourcePair, sortedDocs, type ShardedSourcePair } from './multi-instance-fixtures.js';
 
+let pair: ShardedSourcePair;
 let sourceUri: string;
 let destinationUri: string;
 let source: MongoClient;
 let destination: MongoClient;
-const stops: (() => Promise<void>)[] = [];
 const DB = `multi_ddl_${process.pid}`;
 let shards: string[];
 
 before(async () => {
-  const real = [process.env.FERRY_TEST_SHARDED_URI, process.env.FERRY_TEST_RS_URI];
-  if (real.every((uri) => uri !== undefined && uri !== '')) {
-    [sourceUri, destinationUri] = real as string[];
-  } else {
-    const [a, b] = await Promise.all([spawnCluster({ shards: 2 }), spawnCluster()]);
-    stops.push(
-      () => a.stop(),
-      () => b.stop(),
-    );
-    [sourceUri, destinationUri] = [a.uri, b.uri];
-  }
-  source = new MongoClient(sourceUri);
-  destination = new MongoClient(destinationUri);
-  await emptyDestination(destinationUri);
+  pair = await shardedSourcePair();
+  ({ sourceUri, destinationUri, source, destination, shards } = pair);
   const admin = source.db('admin');
-  shards = ((await admin.command({ listShards: 1 })).shards as { _id: string }[]).map((shard) => shard._id);
   await admin.command({ enableSharding: DB, primaryShard: shards[0] });
   for (const coll of ['dropped', 'renamed', 'kept']) {
     await admin.command({ shardCollection: `${DB}.${coll}`, key: { k: 1 } });
@@ -53,33 +40,15 @@ before(async () => {
 });
 
 after(async () => {
-  await Promise.all([source?.close(), destination?.close()]);
-  await Promise.all(stops.map((stop) => stop()));
+  await pair?.stop();
 });
 
 /** Every collection of the database with its documents, by name. */
-async function sortedDocs(client: MongoClient): Promise<Record<string, Document[]>> {
+async function collections(client: MongoClient): Promise<Record<string, Document[]>> {
   const names = (await client.db(DB).listCollections({}, { nameOnly: true }).toArray()).map((entry) => entry.name).sort();
   const all: Record<string, Document[]> = {};
-  for (const name of names) all[name] = await client.db(DB).collection(name).find().sort({ _id: 1 }).toArray();
+  for (const name of names) all[name] = await sortedDocs(client, DB, name);
   return all;
-}
-
-/**
- * Waits until the destination equals the source (canCommit allows a few seconds of lag), then
- * checks it: the last difference seen is the failure.
- */
-async function converged(label: string): Promise<void> {
-  for (const deadline = Date.now() + 60_000; Date.now() < deadline;) {
-    const [actual, expected] = await Promise.all([sortedDocs(destination), sortedDocs(source)]);
-    try {
-      assert.deepEqual(actual, expected, label);
-      return;
-    } catch (error) {
-      if (Date.now() + 500 >= deadline) throw error;
-    }
-    await new Promise((resolve) => setTimeout(resolve, 500));
-  }
 }
 
 describe('several instances: DDL on a sharded collection with writes on every shard', () => {
@@ -145,14 +114,14 @@ describe('several instances: DDL on a sharded collection with writes on every sh
     // 'renamed', 1 insert and 1 update of 'moved', 1 insert of 'kept'.
     await two.waitForProgress((p) => Number(p.totalEventsApplied) >= twoBefore + 16, 60_000);
     await Promise.all([one, two].map((each) => each.waitForProgress((p) => p.canCommit === true, 180_000)));
-    await converged('after the drop and the rename');
+    await converged(pair, collections, 'after the drop and the rename');
     assert.equal(await onDestination('dropped'), false);
     assert.equal(await onDestination('renamed'), false);
 
     assert.equal((await one.post('commit', {})).status, 200);
     assert.equal((await two.post('commit', {})).status, 200);
     await Promise.all([one, two].map((each) => each.waitForProgress((p) => p.state === 'COMMITTED', 120_000)));
-    assert.deepEqual(await sortedDocs(destination), await sortedDocs(source), 'after commit');
+    assert.deepEqual(await collections(destination), await collections(source), 'after commit');
     for (const each of ferries.splice(0)) assert.equal(await each.stop(), 0);
   });
 });

@@ -17,35 +17,22 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { MongoClient, type Document } from 'mongodb';
-import { spawnCluster } from '../cluster/index.js';
-import { emptyDestination, startFerry, type FerryProcess } from './ferry-process.js';
+import type { Document, MongoClient } from 'mongodb';
+import { startFerry, type FerryProcess } from './ferry-process.js';
+import { converged, shardedSourcePair, sortedDocs, type ShardedSourcePair } from './multi-instance-fixtures.js';
 
+let pair: ShardedSourcePair;
 let sourceUri: string;
 let destinationUri: string;
 let source: MongoClient;
 let destination: MongoClient;
-const stops: (() => Promise<void>)[] = [];
 const DB = `multi_moves_${process.pid}`;
 let shards: string[];
 
 before(async () => {
-  const real = [process.env.FERRY_TEST_SHARDED_URI, process.env.FERRY_TEST_RS_URI];
-  if (real.every((uri) => uri !== undefined && uri !== '')) {
-    [sourceUri, destinationUri] = real as string[];
-  } else {
-    const [a, b] = await Promise.all([spawnCluster({ shards: 2 }), spawnCluster()]);
-    stops.push(
-      () => a.stop(),
-      () => b.stop(),
-    );
-    [sourceUri, destinationUri] = [a.uri, b.uri];
-  }
-  source = new MongoClient(sourceUri);
-  destination = new MongoClient(destinationUri);
-  await emptyDestination(destinationUri);
+  pair = await shardedSourcePair();
+  ({ sourceUri, destinationUri, source, destination, shards } = pair);
   const admin = source.db('admin');
-  shards = ((await admin.command({ listShards: 1 })).shards as { _id: string }[]).map((shard) => shard._id);
   await admin.command({ enableSharding: DB, primaryShard: shards[0] });
   await admin.command({ shardCollection: `${DB}.moves`, key: { k: 1 } });
   await admin.command({ split: `${DB}.moves`, middle: { k: 100 } });
@@ -57,30 +44,11 @@ before(async () => {
 });
 
 after(async () => {
-  await Promise.all([source?.close(), destination?.close()]);
-  await Promise.all(stops.map((stop) => stop()));
+  await pair?.stop();
 });
 
-async function sortedDocs(client: MongoClient): Promise<Document[]> {
-  return client.db(DB).collection('moves').find().sort({ _id: 1 }).toArray();
-}
-
-/**
- * Waits until the destination equals the source (canCommit allows a few seconds of lag), then
- * checks it: the last difference seen is the failure.
- */
-async function converged(label: string): Promise<void> {
-  for (const deadline = Date.now() + 60_000; Date.now() < deadline;) {
-    const [actual, expected] = await Promise.all([sortedDocs(destination), sortedDocs(source)]);
-    try {
-      assert.deepEqual(actual, expected, label);
-      return;
-    } catch (error) {
-      if (Date.now() + 500 >= deadline) throw error;
-    }
-    await new Promise((resolve) => setTimeout(resolve, 500));
-  }
-}
+/** The moved collection on the destination equals the source's. */
+const movesConverged = (label: string) => converged(pair, (client) => sortedDocs(client, DB, 'moves'), label);
 
 describe('several instances: a shard-key change moving a document between shards', () => {
   const ferries: FerryProcess[] = [];
@@ -145,7 +113,7 @@ describe('several instances: a shard-key change moving a document between shards
     // Its five: the insert, replacement and delete of 'fresh', the replacement and delete of 5.
     await one.waitForProgress((p) => Number(p.totalEventsApplied) >= oneBefore + 5, 60_000);
     await Promise.all([one, two].map((each) => each.waitForProgress((p) => p.canCommit === true, 180_000)));
-    await converged('insert before delete');
+    await movesConverged('insert before delete');
 
     // Delete before insert: the new shard's instance is held while documents arrive on its shard.
     const twoBefore = await applied(two);
@@ -163,13 +131,13 @@ describe('several instances: a shard-key change moving a document between shards
     // Its four: the inserts of 6 and 'late', the delete and the insert of 150.
     await two.waitForProgress((p) => Number(p.totalEventsApplied) >= twoBefore + 4, 60_000);
     await Promise.all([one, two].map((each) => each.waitForProgress((p) => p.canCommit === true, 180_000)));
-    await converged('delete before insert');
+    await movesConverged('delete before insert');
 
     for (let i = 1; i <= 5; i++) await moves.updateOne({ _id: 199 } as Document, { $set: { v: i } });
     assert.equal((await one.post('commit', {})).status, 200);
     assert.equal((await two.post('commit', {})).status, 200);
     await Promise.all([one, two].map((each) => each.waitForProgress((p) => p.state === 'COMMITTED', 120_000)));
-    assert.deepEqual(await sortedDocs(destination), await sortedDocs(source), 'after commit');
+    assert.deepEqual(await sortedDocs(destination, DB, 'moves'), await sortedDocs(source, DB, 'moves'), 'after commit');
     for (const each of ferries.splice(0)) assert.equal(await each.stop(), 0);
   });
 });

@@ -589,6 +589,8 @@ export class ChangeEventApplier implements ChangeApplication {
     } finally {
       this.#waitingForDdlOf = undefined;
     }
+    // The DDL may have sharded the name on the destination (lanes drained: no batch uses the old keys).
+    await this.#readShardKeys();
   }
 
   /** Whether a DDL event names a collection whose initial copy (partitions or index builds) is unfinished. */
@@ -633,7 +635,9 @@ export class ChangeEventApplier implements ChangeApplication {
   /** The shard keys the namespace records give (lanes drained: no batch in flight uses the old ones). */
   async #readShardKeys(): Promise<void> {
     const keys: Record<string, ShardKeyPattern> = {};
-    for (const record of await this.#records.list()) if (record.sharding !== undefined) keys[namespaceOf(record)] = record.sharding.key;
+    // Several instances: a DDL another instance applied (a rename, a collection sharded again) is in its records only.
+    const records = this.#context.coordination === undefined ? await this.#records.list() : await this.#records.listEveryInstance();
+    for (const record of records) if (record.sharding !== undefined) keys[namespaceOf(record)] = record.sharding.key;
     this.#shardKeys = Object.keys(keys).length === 0 ? undefined : keys;
   }
 

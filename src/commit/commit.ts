@@ -180,7 +180,10 @@ export class Commit implements CommitPhase {
         coordination === undefined
           ? (this.#context.resume.hotDocuments ?? [])
           : await new ResumeStore(store).hotDocumentsOf(coordination.members);
-      await copyHotDocuments(source.client, destination.client, hot, logger);
+      const shardKeys = Object.fromEntries(
+        records.flatMap((record) => (record.sharding === undefined ? [] : [[namespaceOf(record), record.sharding.key]])),
+      );
+      await copyHotDocuments(source.client, destination.client, hot, logger, shardKeys);
       const steps = await planRestore(destination.client, records, {
         perShard: (await clusterTopology(destination.client)) === 'sharded',
         dropPlaceholders: request.buildIndexes !== 'never',

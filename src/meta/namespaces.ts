@@ -175,6 +175,12 @@ export class NamespaceRecords extends InstanceCollection<NamespaceDocument> {
     }));
   }
 
+  /** Every instance's records (several instances: the one that applied a DDL has the current record). */
+  async listEveryInstance(): Promise<NamespaceRecord[]> {
+    const docs = await this.collection.find({}, TYPE_FAITHFUL_READ).toArray();
+    return docs.map((doc) => fromDocument(doc as NamespaceDocument));
+  }
+
   /** The namespaces recorded as created on the destination, and their type: a light read (the destination's check). */
   async created(): Promise<{ db: string; coll: string; type: 'collection' | 'view' }[]> {
     const docs = await this.collection

@@ -5,7 +5,10 @@
  * its instance applies it for all. The other instance is held (paused) around the DDL, so that it
  * still has earlier writes to the collection to apply when the DDL arrives, and later writes (to
  * the new name) right after: the drop must not be undone by the earlier inserts, and the rename
- * must not overwrite the later ones. The destination equals the source at commit.
+ * must not overwrite the later ones. The destination is sharded: the other instance then writes
+ * the renamed collection with its shard key, which only the DDL's instance recorded, and the
+ * commit copies its hot document (`--hotDocIDs`, given to it only) by its shard key. The
+ * destination equals the source at commit.
  *
  * `FERRY_TEST_SHARDED_URI` and `FERRY_TEST_RS_URI` point the clusters at real deployments.
  */
@@ -24,7 +27,8 @@ const DB = `multi_ddl_${process.pid}`;
 let shards: string[];
 
 before(async () => {
-  pair = await shardedSourcePair();
+  // A sharded destination: the instance that did not apply a DDL writes to the renamed collection by its shard key.
+  pair = await shardedSourcePair(true);
   ({ sourceUri, destinationUri, source, destination, shards } = pair);
   const admin = source.db('admin');
   await admin.command({ enableSharding: DB, primaryShard: shards[0] });
@@ -53,8 +57,8 @@ async function collections(client: MongoClient): Promise<Record<string, Document
 
 describe('several instances: DDL on a sharded collection with writes on every shard', () => {
   const ferries: FerryProcess[] = [];
-  const ferry = (id: string) =>
-    startFerry(['--cluster0', sourceUri, '--cluster1', destinationUri, '--id', id], { FERRY_COMMIT_RETRY_INTERVAL_MS: '200' });
+  const ferry = (id: string, ...extra: string[]) =>
+    startFerry(['--cluster0', sourceUri, '--cluster1', destinationUri, '--id', id, ...extra], { FERRY_COMMIT_RETRY_INTERVAL_MS: '200' });
 
   after(async () => {
     await Promise.all(ferries.map((each) => each.stop().catch(() => null)));
@@ -63,7 +67,7 @@ describe('several instances: DDL on a sharded collection with writes on every sh
   it('applies a drop and a rename once, after every instance applied its earlier writes and before its later ones', async () => {
     const [first, second] = shards as [string, string];
     const one = await ferry(first);
-    const two = await ferry(second);
+    const two = await ferry(second, '--hotDocIDs', JSON.stringify({ db: DB, collection: 'kept', ids: [{ _id: 199 }] }));
     ferries.push(one, two);
     const body = { source: 'cluster0', destination: 'cluster1', includeNamespaces: [{ database: DB }] };
     assert.equal((await one.post('start', body)).status, 200);
@@ -118,6 +122,8 @@ describe('several instances: DDL on a sharded collection with writes on every sh
     assert.equal(await onDestination('dropped'), false);
     assert.equal(await onDestination('renamed'), false);
 
+    // The hot document changes (its shard key too, within its shard) only now: the commit brings it across.
+    for (let i = 1; i <= 3; i++) await db.collection('kept').updateOne({ _id: 199 } as Document, { $set: { v: i, k: 190 + i } });
     assert.equal((await one.post('commit', {})).status, 200);
     assert.equal((await two.post('commit', {})).status, 200);
     await Promise.all([one, two].map((each) => each.waitForProgress((p) => p.state === 'COMMITTED', 120_000)));

@@ -1,7 +1,7 @@
 /**
- * What the several-instance end-to-end tests share: a 2-shard source and a replica-set destination
- * (or real deployments: `FERRY_TEST_SHARDED_URI` and `FERRY_TEST_RS_URI`), and a wait for the
- * destination to equal the source.
+ * What the several-instance end-to-end tests share: a 2-shard source and a replica-set or 2-shard
+ * destination (or real deployments: `FERRY_TEST_SHARDED_URI` and `FERRY_TEST_RS_URI`, or
+ * `FERRY_TEST_SHARDED_DEST_URI` for the sharded one), and a wait for the destination to equal the source.
  */
 import assert from 'node:assert/strict';
 import { MongoClient, type Document } from 'mongodb';
@@ -19,16 +19,19 @@ export interface ShardedSourcePair {
   stop(): Promise<void>;
 }
 
-/** A 2-shard source and an empty replica-set destination. */
-export async function shardedSourcePair(): Promise<ShardedSourcePair> {
+/** A 2-shard source and an empty destination: a replica set, or with `shardedDestination` a 2-shard cluster. */
+export async function shardedSourcePair(shardedDestination = false): Promise<ShardedSourcePair> {
   const stops: (() => Promise<void>)[] = [];
   let sourceUri: string;
   let destinationUri: string;
-  const real = [process.env.FERRY_TEST_SHARDED_URI, process.env.FERRY_TEST_RS_URI];
+  const real = [
+    process.env.FERRY_TEST_SHARDED_URI,
+    shardedDestination ? process.env.FERRY_TEST_SHARDED_DEST_URI : process.env.FERRY_TEST_RS_URI,
+  ];
   if (real.every((uri) => uri !== undefined && uri !== '')) {
     [sourceUri, destinationUri] = real as string[];
   } else {
-    const [a, b] = await Promise.all([spawnCluster({ shards: 2 }), spawnCluster()]);
+    const [a, b] = await Promise.all([spawnCluster({ shards: 2 }), shardedDestination ? spawnCluster({ shards: 2 }) : spawnCluster()]);
     stops.push(
       () => a.stop(),
       () => b.stop(),

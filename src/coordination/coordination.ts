@@ -7,8 +7,10 @@
  *   refused by the lease (src/meta/lease.ts); instances that are missing, or whose lease ran out,
  *   are named in progress `warnings` while the others wait for them.
  * - Identical commands: a start request that differs from one an instance already recorded is
- *   refused by name (MismatchedCommand, `refuseDifferent`); a command one instance got waits, in
- *   `info`/`warnings`, for every other to get it too (`awaitAll`).
+ *   refused by name (MismatchedCommand, `refuseDifferent`), and so is one that differs from the
+ *   request the migration's start was claimed with, whoever claimed first (`claimStart`,
+ *   start-claim.ts: two starts at the same instant cannot both win); a command one instance got
+ *   waits, in `info`/`warnings`, for every other to get it too (`awaitAll`).
  * - Cluster-wide steps (run by the coordinator, coordinator.ts) wait for every instance, and the
  *   others wait for the coordinator's decision (`awaitCoordinator`): the phases say where.
  * - Readiness: each instance publishes whether it could commit; `canCommit` is true only when
@@ -22,9 +24,8 @@
  *   once never wait for each other: the one at the earlier time always goes on.
  */
 import type { Timestamp } from 'bson';
-import { readLease } from '../meta/lease.js';
+import { liveInstances } from '../meta/lease.js';
 import type { Cluster } from '../cluster/connect.js';
-import { MismatchedCommand } from '../errors/errors.js';
 import type { Logger } from '../log/logger.js';
 import type { MetadataStore } from '../meta/store.js';
 import type { Coordination, CoordinationStep, PhaseStatus } from '../phase/contract.js';
@@ -32,7 +33,8 @@ import type { StartRequest } from '../domain/start-request.js';
 import { sleep } from '../cluster/retry.js';
 import { describeTime, timeAfter } from '../domain/time.js';
 import { chooseCoordinator } from './coordinator.js';
-import { commandFingerprint, differingFields } from './fingerprint.js';
+import { commandFingerprint, differingFields, mismatchedStart } from './fingerprint.js';
+import { StartClaim } from './start-claim.js';
 import { MemberRecords, stepValue, type MemberDocument, type RunCommand } from './members.js';
 
 export interface CoordinationOptions {
@@ -67,6 +69,7 @@ export class InstanceCoordination implements Coordination {
   readonly coordinatorId: string;
   readonly #options: CoordinationOptions;
   readonly #records: MemberRecords;
+  readonly #claim: StartClaim;
   readonly #fingerprint: string;
   #docs: MemberDocument[] = [];
   /** Instances alive (their lease not expired), as last read. */
@@ -88,6 +91,7 @@ export class InstanceCoordination implements Coordination {
     this.members = options.members;
     this.coordinatorId = chooseCoordinator(options.members);
     this.#records = new MemberRecords(options.store);
+    this.#claim = new StartClaim(options.store, options.members);
     this.#fingerprint = commandFingerprint(options.request);
   }
 
@@ -112,12 +116,25 @@ export class InstanceCoordination implements Coordination {
   async refuseDifferent(): Promise<void> {
     for (const other of this.#others(await this.#records.all())) {
       const fields = differingFields(this.#fingerprint, other.request);
-      if (fields.length === 0) continue;
-      throw new MismatchedCommand(
-        `start differs from the start instance "${other._id}" got (${fields.join(', ')}): every instance of a migration must get ` +
-          'the same request. Send this instance the same body as the others',
-      );
+      if (fields.length > 0) throw mismatchedStart(other._id, fields);
     }
+  }
+
+  /**
+   * Claims the migration's start for this instance's request, or finds the same request claimed
+   * (start-claim.ts): refused by name (MismatchedCommand) when another instance's different one
+   * was claimed first, even at the same instant. Called once this instance's lease is taken,
+   * before its start writes anything else; `releaseStart` undoes it if the start fails.
+   */
+  async claimStart(): Promise<void> {
+    const outcome = await this.#claim.claim(this.#fingerprint);
+    if (outcome.claimed) return;
+    const fields = differingFields(this.#fingerprint, outcome.request);
+    if (fields.length > 0) throw mismatchedStart(outcome.by, fields);
+  }
+
+  async releaseStart(): Promise<void> {
+    await this.#claim.release();
   }
 
   /** Whether another instance of this migration has started (its destination work may be there already). */
@@ -203,9 +220,7 @@ export class InstanceCoordination implements Coordination {
   async #read(): Promise<MemberDocument[]> {
     const docs = await this.#records.all();
     const client = this.#options.store.db.client;
-    const leases = await Promise.all(this.members.map((id) => readLease(client, id)));
-    const now = Date.now();
-    this.#alive = new Set(this.members.filter((_, i) => leases[i] !== null && leases[i]!.expiresAt.getTime() > now));
+    this.#alive = await liveInstances(client, this.members);
     this.#docs = docs;
     return docs;
   }

@@ -28,14 +28,7 @@ describe('bench:cea', () => {
     assert.equal(run.code, 0, `${run.stdout}\n${run.stderr}`);
     const result = readResult(out, 'cea');
     assert.deepEqual(
-      notPositive(result, [
-        'eventsPerSecond',
-        'lagP50Seconds',
-        'lagP99Seconds',
-        'lagMaxSeconds',
-        'backlogEvents',
-        'ferryPeakRssMB',
-      ]),
+      notPositive(result, ['eventsPerSecond', 'lagP50Seconds', 'lagP99Seconds', 'lagMaxSeconds', 'backlogEvents', 'ferryPeakRssMB']),
       [],
     );
     assert.ok(result.lagP50Seconds <= result.lagP99Seconds && result.lagP99Seconds <= result.lagMaxSeconds);

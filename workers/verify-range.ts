@@ -8,12 +8,12 @@ import { workerData } from 'piscina';
 import { connect } from '../src/cluster/connect.js';
 import { retryTransient } from '../src/cluster/retry.js';
 import { compareRange, type RangeOutcome, type RangeTask } from '../src/verify/compare-range.js';
-import type { VerifyWorkerData } from '../src/verify/range-pool.js';
+import { VERIFY_APP_NAME, type VerifyWorkerData } from '../src/verify/range-pool.js';
 
 let clients: Promise<{ source: MongoClient; destination: MongoClient }> | undefined;
 
 async function openClients(data: VerifyWorkerData): Promise<{ source: MongoClient; destination: MongoClient }> {
-  const options = { appName: 'ferry-verify', maxPoolSize: 8 };
+  const options = { appName: VERIFY_APP_NAME, maxPoolSize: 8 };
   const source = connect(data.sourceUri, options);
   const destination = connect(data.destinationUri, options);
   await Promise.all([source.connect(), destination.connect()]);

@@ -14,7 +14,7 @@
  * - Readiness: each instance publishes whether it could commit; `canCommit` is true only when
  *   every instance's is, and each is alive.
  */
-import { readLease } from '../meta/lease.js';
+import { liveInstances } from '../meta/lease.js';
 import type { Cluster } from '../cluster/connect.js';
 import { MismatchedCommand } from '../errors/errors.js';
 import type { Logger } from '../log/logger.js';
@@ -149,9 +149,7 @@ export class InstanceCoordination implements Coordination {
   async #read(): Promise<MemberDocument[]> {
     const docs = await this.#records.all();
     const client = this.#options.store.db.client;
-    const leases = await Promise.all(this.members.map((id) => readLease(client, id)));
-    const now = Date.now();
-    this.#alive = new Set(this.members.filter((_, i) => leases[i] !== null && leases[i]!.expiresAt.getTime() > now));
+    this.#alive = await liveInstances(client, this.members);
     this.#docs = docs;
     return docs;
   }

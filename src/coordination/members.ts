@@ -3,7 +3,8 @@
  * metadata database, one document per instance, `_id` = its `--id`): the start request it got (as
  * `commandFingerprint` writes it), every instance it expects, whether it could commit now, and
  * the steps it has reached with when (the coordinator's steps carry its decisions, a packed BSON
- * value: the commit point). Each instance writes only its own document, fenced by its own lease
+ * value: the commit point). Every time in it is the destination's (`$$NOW`, `$currentDate`):
+ * instances compare each other's times, and their hosts' clocks may differ. Each instance writes only its own document, fenced by its own lease
  * (src/meta/fence.ts): a stale process cannot overwrite what a newer holder of its id decided.
  * Everyone reads everyone's, at majority.
  */
@@ -21,7 +22,7 @@ export interface MemberDocument {
   ready: boolean;
   /** Steps reached: when, and the decision's value (packed) when it has one. */
   steps: Partial<Record<CoordinationStep, { at: Date; value?: string }>>;
-  /** The last `pause` or `resume` it got, and when. */
+  /** The last `pause` or `resume` it got, and when (by the destination's clock). */
   lastCommand?: { name: RunCommand; at: Date };
   updatedAt: Date;
 }
@@ -36,22 +37,43 @@ export class MemberRecords extends InstanceCollection<MemberDocument> {
 
   /** Records this instance's start (a new migration: no step but `started`). */
   async register(request: string, members: readonly string[]): Promise<void> {
-    const now = new Date();
-    await this.collection.replaceOne(
+    // Replaced whole (an earlier migration's steps and command go), stamped by the destination's clock.
+    await this.collection.updateOne(
       { _id: this.instance },
-      { instance: this.instance, request, members: [...members], ready: false, steps: { started: { at: now } }, updatedAt: now },
+      [
+        { $unset: ['steps', 'lastCommand'] },
+        {
+          $set: {
+            instance: { $literal: this.instance },
+            request: { $literal: request },
+            members: { $literal: [...members] },
+            ready: false,
+            steps: { started: { at: '$$NOW' } },
+            updatedAt: '$$NOW',
+          },
+        },
+      ],
       { upsert: true },
     );
   }
 
   async reach(step: CoordinationStep, value?: unknown): Promise<void> {
-    const mark = value === undefined ? { at: new Date() } : { at: new Date(), value: packValue(value) };
-    await this.collection.updateOne({ _id: this.instance }, { $set: { [`steps.${step}`]: mark, updatedAt: mark.at } });
+    await this.collection.updateOne(
+      { _id: this.instance },
+      {
+        ...(value === undefined ? {} : { $set: { [`steps.${step}.value`]: packValue(value) } }),
+        $currentDate: { [`steps.${step}.at`]: true, updatedAt: true },
+      },
+    );
   }
 
   async command(name: RunCommand): Promise<void> {
-    const at = new Date();
-    await this.collection.updateOne({ _id: this.instance }, { $set: { lastCommand: { name, at }, updatedAt: at } });
+    // The destination's clock: instances compare these times to find the latest command, and
+    // their own clocks may differ.
+    await this.collection.updateOne(
+      { _id: this.instance },
+      { $set: { 'lastCommand.name': name }, $currentDate: { 'lastCommand.at': true, updatedAt: true } },
+    );
   }
 
   async setReady(ready: boolean): Promise<void> {

@@ -78,6 +78,19 @@ export function readLease(client: MongoClient, instance: string): Promise<LeaseD
     .findOne({ _id: instance });
 }
 
+/**
+ * Which of `instances` hold a lease that has not expired, judged by the destination's clock
+ * (`$$NOW`): instances on machines whose clocks differ agree on who is alive.
+ */
+export async function liveInstances(client: MongoClient, instances: readonly string[]): Promise<Set<string>> {
+  const live = await client
+    .db(METADATA_DATABASE, { readConcern: MAJORITY_READ })
+    .collection<LeaseDocument>(METADATA_COLLECTIONS.leases)
+    .find({ _id: { $in: [...instances] }, $expr: { $gt: ['$expiresAt', '$$NOW'] } }, { projection: { _id: 1 } })
+    .toArray();
+  return new Set(live.map((doc) => doc._id));
+}
+
 /** "host h, pid p, holding it since …, last renewed …" */
 export function describeHolder(doc: LeaseDocument): string {
   return (

@@ -10,6 +10,9 @@ import { availableParallelism } from 'node:os';
 import { Piscina } from 'piscina';
 import type { RangeOutcome, RangeTask } from './compare-range.js';
 
+/** The verifier's connections on both clusters (range reads and change streams): `appName` in currentOp and fail points. */
+export const VERIFY_APP_NAME = 'ferry-verify';
+
 /** The compiled worker entry point (dist/workers/verify-range.js, from dist/src/verify/range-pool.js). */
 export const VERIFY_WORKER_URL = new URL('../../workers/verify-range.js', import.meta.url);
 

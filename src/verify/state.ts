@@ -8,7 +8,10 @@
  *   verification begins (before any range is read), then moved forward.
  * - `planned`: every namespace's `_id` ranges are in `verificationPartitions`, with the counts
  *   progress shows.
- * - `initialHashingDoneAt`: every range was compared once.
+ * - `initialHashingDoneAt`: every range was compared once (unset while a namespace changed by DDL
+ *   is scanned again).
+ * - `firstPassDoneAt`: every range planned at the start was compared once; a rescan does not undo
+ *   it (canCommit waits for it, not for rescans).
  * - `commitBoundary`: the destination's time of commit's "events applied" record: later writes to
  *   the destination are the application's, not Ferry's.
  * - `committedWithDifferences`, `notVerified`, `completedAt`, `outcome`: the final pass.
@@ -33,9 +36,8 @@ export interface VerificationDocument {
   planned: boolean;
   /** Documents each cluster held when the ranges were planned (progress: `estimatedDocumentCount`). */
   estimatedDocuments: { source: number; destination: number };
-  /** Collections to verify (progress: `totalCollectionCount`). */
-  totalCollections: number;
   initialHashingDoneAt?: Date;
+  firstPassDoneAt?: Date;
   commitBoundary?: Timestamp;
   committedWithDifferences?: boolean;
   notVerified: number;
@@ -59,8 +61,9 @@ export class VerificationState extends InstanceCollection<VerificationDocument> 
         source: storedNumber(doc.estimatedDocuments?.source),
         destination: storedNumber(doc.estimatedDocuments?.destination),
       },
-      totalCollections: storedNumber(doc.totalCollections),
       notVerified: storedNumber(doc.notVerified),
+      // A record written before firstPassDoneAt existed: its initial hashing was its first pass.
+      ...(doc.firstPassDoneAt === undefined && doc.initialHashingDoneAt !== undefined ? { firstPassDoneAt: doc.initialHashingDoneAt } : {}),
     };
   }
 
@@ -73,7 +76,6 @@ export class VerificationState extends InstanceCollection<VerificationDocument> 
       destination,
       planned: false,
       estimatedDocuments: { source: 0, destination: 0 },
-      totalCollections: 0,
       notVerified: 0,
       startedAt: now,
       updatedAt: now,
@@ -90,12 +92,18 @@ export class VerificationState extends InstanceCollection<VerificationDocument> 
     return this.#set({ [side]: point });
   }
 
-  markPlanned(estimatedDocuments: VerificationDocument['estimatedDocuments'], totalCollections: number): Promise<void> {
-    return this.#set({ planned: true, estimatedDocuments, totalCollections });
+  markPlanned(estimatedDocuments: VerificationDocument['estimatedDocuments']): Promise<void> {
+    return this.#set({ planned: true, estimatedDocuments });
   }
 
-  markInitialHashingDone(): Promise<void> {
-    return this.#set({ initialHashingDoneAt: new Date() });
+  async markInitialHashingDone(): Promise<void> {
+    const now = new Date();
+    // $min: the first pass's time stays the first.
+    await this.collection.updateOne(
+      { _id: this.instance },
+      { $set: { initialHashingDoneAt: now, updatedAt: now }, $min: { firstPassDoneAt: now } },
+      { writeConcern: MAJORITY },
+    );
   }
 
   /** A namespace is scanned again (after a DDL): initial hashing is not done any more. */

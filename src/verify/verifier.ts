@@ -33,6 +33,7 @@
 import { Timestamp } from 'bson';
 import type { MongoClient } from 'mongodb';
 import { ChangeStreamReader } from '../cluster/change-stream.js';
+import { connect } from '../cluster/connect.js';
 import { isTransient } from '../cluster/errors.js';
 import { RETRY_POLICY, retryDelay } from '../cluster/retry.js';
 import { redactUris } from '../domain/credentials.js';
@@ -64,7 +65,7 @@ import { documentMismatch, mismatchLine, MismatchStore } from './mismatches.js';
 import { Rechecker } from './recheck.js';
 import { RecheckQueue } from './recheck-queue.js';
 import { RecheckStore } from './recheck-store.js';
-import { RangePool } from './range-pool.js';
+import { RangePool, VERIFY_APP_NAME } from './range-pool.js';
 import { VerificationPartitions, type RangeRow } from './partitions.js';
 import { VerificationState, type Side, type StreamPoint, type VerificationDocument } from './state.js';
 import { TouchFollower, type DdlTouch } from './touches.js';
@@ -193,8 +194,13 @@ export class Verifier implements VerificationPhase {
 
   onCommit(): void {
     const count = this.#figures.mismatchCount;
-    const initialDone = this.#record?.initialHashingDoneAt !== undefined;
-    if (count === 0 && initialDone) return;
+    const initialDone = this.#record?.firstPassDoneAt !== undefined;
+    if (count === 0 && initialDone) {
+      if (this.#record?.initialHashingDoneAt === undefined) {
+        this.#context.logger.info('Commit requested while verification scans again what DDL changed; it finishes after the commit');
+      }
+      return;
+    }
     const known =
       count > 0
         ? `verification has found ${count} difference(s) between the source and the destination (${this.#figures.mismatches
@@ -236,8 +242,10 @@ export class Verifier implements VerificationPhase {
     return {
       warnings,
       figures: { verification: progress },
-      // mongosync: a commit waits for the verifier to be "in an appropriate state": every range compared once.
-      readyToCommit: progress.source.phase === 'stream hashing' && progress.destination.phase === 'stream hashing',
+      // mongosync: a commit waits for the verifier to be "in an appropriate state": every range
+      // compared once. A namespace scanned again after DDL does not take that back (canCommit
+      // would flicker under an operator's commit); the final pass still waits for the rescan.
+      readyToCommit: this.#record?.firstPassDoneAt !== undefined,
     };
   }
 
@@ -366,7 +374,13 @@ export class Verifier implements VerificationPhase {
       record = this.#record = (await this.#state.read())!;
     }
     this.#problem = undefined;
-    const followers = this.#startFollowers(record);
+    // Its own clients: in currentOp, server logs and fail points the verifier's change streams
+    // are `ferry-verify` (as its range reads are), not change-event application's `ferry`.
+    const streamClients = {
+      source: connect(source.endpoint, { appName: VERIFY_APP_NAME, maxPoolSize: 2 }),
+      destination: connect(destination.endpoint, { appName: VERIFY_APP_NAME, maxPoolSize: 2 }),
+    };
+    const followers = this.#startFollowers(record, streamClients);
     const tasks = [
       ...followers,
       this.#checkpointLoop(),
@@ -388,11 +402,12 @@ export class Verifier implements VerificationPhase {
       this.#queue.wakeAll();
       await Promise.allSettled(tasks);
       this.#followers = {};
+      await Promise.allSettled([streamClients.source.close(), streamClients.destination.close()]);
     }
   }
 
-  #startFollowers(record: VerificationDocument): Promise<void>[] {
-    const { source, destination, settings, logger, store } = this.#context;
+  #startFollowers(record: VerificationDocument, clients: Record<Side, MongoClient>): Promise<void>[] {
+    const { settings, logger, store } = this.#context;
     const common = {
       selector: this.#selector,
       queue: this.#queue,
@@ -408,7 +423,7 @@ export class Verifier implements VerificationPhase {
     const sourceFollower = new TouchFollower({
       ...common,
       side: 'source',
-      client: source.client,
+      client: clients.source,
       start: record.source,
       stopAfter: () => (this.#commit.applied ? laterTime(this.#commit.commitPoint, this.#applied) : undefined),
       onAfterCommit: async (documents) => {
@@ -421,7 +436,7 @@ export class Verifier implements VerificationPhase {
     const destinationFollower = new TouchFollower({
       ...common,
       side: 'destination',
-      client: destination.client,
+      client: clients.destination,
       start: record.destination,
       ...(record.commitBoundary === undefined ? {} : { boundary: record.commitBoundary }),
       onCommitBoundary: (time) => {
@@ -497,7 +512,7 @@ export class Verifier implements VerificationPhase {
     } finally {
       this.#planReads = undefined;
     }
-    await this.#state.markPlanned(estimated, collections.length);
+    await this.#state.markPlanned(estimated);
     this.#record = (await this.#state.read())!;
     await this.#refreshFigures();
     logger.info(
@@ -887,7 +902,8 @@ export class Verifier implements VerificationPhase {
     const [summary, pending] = await Promise.all([this.#partitions.summary(), this.#rechecks.count(), this.#refreshMismatches()]);
     const figures = this.#figures;
     figures.ranges = { total: summary.total, done: summary.done };
-    figures.collections = { total: this.#record?.totalCollections ?? summary.collections, scanned: summary.scannedCollections };
+    // Every collection has at least one range, so the table counts them, a DDL's rescan included.
+    figures.collections = { total: this.#record?.planned === true ? summary.collections : 0, scanned: summary.scannedCollections };
     figures.hashed = { source: summary.source.documents, destination: summary.destination.documents };
     figures.pending = pending + this.#queue.size;
     figures.notVerified = this.#record?.notVerified ?? figures.notVerified;

@@ -77,7 +77,7 @@ describe('crash safety', () => {
         .log()
         .find((line) => String(line.message).startsWith('Change-event application resuming after its recorded position'));
       assert.ok(resumed !== undefined, 'resumed from the recorded resume token, not from T0');
-      // canCommit can fall back while the verifier rescans after the workload's DDL: asked again, as an operator would.
+      // canCommit can fall back while the restarted Ferry catches up: asked again, as an operator would.
       assert.equal((await commitWhenReady(second)).status, 200);
       await second.waitForProgress((p) => p.state === 'COMMITTED', 60_000);
     } finally {

@@ -118,15 +118,13 @@ describe('change stream history lost during commit', { skip: local ? false : 'ne
             destination: 'cluster1',
             includeNamespaces: [{ database: db }],
             enableUserWriteBlocking: 'sourceAndDestination',
-            // The verifier's own change stream (same appName) could take the fail point's first
-            // entry while change-event application's read is still in flight past the commit point.
-            verification: { enabled: false },
           })
         ).status,
         200,
       );
       await ferry.waitForProgress((p) => p.canCommit === true, 60_000);
-      // Ferry's change stream can no longer read the source (its appName only: this client still writes)...
+      // Change-event application can no longer read the source (its appName only: neither the verifier's
+      // `ferry-verify` nor this client)...
       const { count } = await source.db('admin').command({
         configureFailPoint: 'failCommand',
         mode: 'alwaysOn',

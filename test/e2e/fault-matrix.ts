@@ -387,8 +387,8 @@ export class SyncDriver {
       if (answer.status !== 0 && answer.status < 500 && answer.body.error !== 'NotReadyToCommit') {
         throw new Error(`${this.id}: ${error}`);
       }
-      // canCommit may fall back between the progress read and the commit (the verifier rescans a
-      // namespace after DDL): asked again, as an operator would, and not a refusal caused by a fault.
+      // canCommit may fall back between the progress read and the commit (lag grows while a fault
+      // lasts): asked again, as an operator would, and not a refusal caused by a fault.
       if (answer.body.error !== 'NotReadyToCommit') refused.push(error);
       if (Date.now() > deadline) throw new Error(`${this.id}: ${path} refused until the deadline: ${refused.join('; ')}`);
       await pause(200);

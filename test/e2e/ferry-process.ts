@@ -156,8 +156,8 @@ export const copyFinished = (progress: Progress): boolean =>
 
 /**
  * Asks for the commit once progress says `canCommit`, and again on NotReadyToCommit, as an operator
- * would: canCommit follows the embedded verifier, which a DDL event's rescan takes back until the
- * namespace is scanned again. Returns the last answer (at most `tries` asked).
+ * would: canCommit can fall back between the progress read and the commit (lag over 30 s after a
+ * burst of writes or a restart). Returns the last answer (at most `tries` asked).
  */
 export async function commitWhenReady(ferry: FerryProcess, tries = 6): Promise<{ status: number; body: Record<string, any> }> {
   for (let tried = 1; ; tried++) {

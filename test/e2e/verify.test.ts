@@ -139,6 +139,38 @@ describe('embedded verifier', () => {
     }
   });
 
+  it('keeps canCommit while it scans again a collection created after its first pass; a commit then goes ahead and the final pass covers it', async (t) => {
+    if (!pair.local) return t.skip('slows the verifier with a fail point (test clusters only)');
+    const db = `verify_rescan_${RUN}`;
+    await seed(db, ['orders'], 200);
+    const admin = source.db('admin');
+    const ferry = await startFerry(ferryArgs(`verify-rescan-${RUN}`));
+    try {
+      assert.equal((await ferry.post('start', startBody(db))).status, 200);
+      await ferry.waitForProgress((p) => p.canCommit === true, 120_000);
+      // The verifier's reads of the source wait 2 s each: its rescan of the new collection lasts.
+      await admin.command({
+        configureFailPoint: 'failCommand',
+        mode: 'alwaysOn',
+        data: { failCommands: ['find', 'getMore'], blockConnection: true, blockTimeMS: 2000, appName: 'ferry-verify' },
+      });
+      await seed(db, ['late'], 50);
+      const rescanning = await ferry.waitForProgress((p) => p.verification.source.phase === 'initial hashing', 60_000);
+      assert.equal(rescanning.canCommit, true, `canCommit while the verifier scans again: ${JSON.stringify(rescanning)}`);
+      assert.equal((await ferry.post('commit', {})).status, 200);
+      await admin.command({ configureFailPoint: 'failCommand', mode: 'off' });
+      await ferry.waitForProgress((p) => p.state === 'COMMITTED', 60_000);
+      const report = await ferry.waitForVerification((r) => r.outcome !== 'pending', 60_000);
+      assert.equal(report.outcome, 'clean', JSON.stringify(report));
+      assert.equal(report.progress.source.totalCollectionCount, 2, 'the new collection is verified too');
+      assert.deepEqual(report.partitions.total, report.partitions.scanned);
+      assert.equal(await coll(destination, db, 'late').countDocuments(), 50);
+    } finally {
+      await admin.command({ configureFailPoint: 'failCommand', mode: 'off' }).catch(() => undefined);
+      assert.equal(await ferry.stop(), 0);
+    }
+  });
+
   it('finds changes behind its back while stream hashing, each by namespace, _id and kind (warnings, log, report)', async () => {
     const db = `verify_stream_${RUN}`;
     await seed(db, ['docs'], 200, 20);

@@ -4,8 +4,9 @@
  * `commandFingerprint` writes it), every instance it expects, whether it could commit now, and
  * the steps it has reached with when (the coordinator's steps carry its decisions, a packed BSON
  * value: the commit point). Every time in it is the destination's (`$$NOW`, `$currentDate`):
- * instances compare each other's times, and their hosts' clocks may differ. Each instance writes only its own document, fenced by its own lease
- * (src/meta/fence.ts): a stale process cannot overwrite what a newer holder of its id decided.
+ * instances compare each other's times, and their hosts' clocks may differ. Each instance writes
+ * only its own document, fenced by its own lease (src/meta/fence.ts): a stale process cannot
+ * overwrite what a newer holder of its id decided.
  * Everyone reads everyone's, at majority.
  */
 import type { CoordinationStep } from '../phase/contract.js';

@@ -26,7 +26,7 @@ const COLOURS = ['#0072b2', '#e69f00', '#009e73', '#cc79a7', '#56b4e9', '#d55e00
 
 const PANEL_WIDTH = 320;
 const PANEL_HEIGHT = 220;
-const MARGIN = { top: 70, left: 50, bottom: 60, gap: 40 };
+const MARGIN = { top: 88, left: 50, bottom: 60, gap: 40 };
 
 const escape = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 const format = (value: number) => (value >= 100 ? value.toFixed(0) : value >= 10 ? value.toFixed(1) : value.toFixed(2));
@@ -35,7 +35,8 @@ const format = (value: number) => (value >= 100 ? value.toFixed(0) : value >= 10
 export function sweepChartSvg(cells: readonly SweepCell[], subtitle: string): string {
   const workers = [...new Set(cells.map((cell) => cell.copyWorkers))].sort((a, b) => a - b);
   const batches = [...new Set(cells.map((cell) => cell.batchBytesMB))].sort((a, b) => a - b);
-  const width = MARGIN.left + PANELS.length * (PANEL_WIDTH + MARGIN.gap);
+  // Wide enough for the subtitle too (about 6 px per character at 11 px).
+  const width = Math.max(MARGIN.left + PANELS.length * (PANEL_WIDTH + MARGIN.gap), 2 * MARGIN.left + Math.ceil(subtitle.length * 6));
   const height = MARGIN.top + PANEL_HEIGHT + MARGIN.bottom;
   const parts: string[] = [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="sans-serif" font-size="11">`,
@@ -55,9 +56,9 @@ export function sweepChartSvg(cells: readonly SweepCell[], subtitle: string): st
     const values = cells.map(panel.value);
     const max = Math.max(...values, Number.MIN_VALUE) * 1.15;
     const best = panel.higherIsBetter ? Math.max(...values) : Math.min(...values);
-    const y = (value: number) => top + PANEL_HEIGHT - (value / max) * PANEL_HEIGHT;
+    const y = (value: number) => Math.round((top + PANEL_HEIGHT - (value / max) * PANEL_HEIGHT) * 10) / 10;
     parts.push(
-      `<text x="${left}" y="${top - 4}" font-weight="bold">${escape(panel.title)} (${panel.unit}, ${panel.higherIsBetter ? 'higher' : 'lower'} is better)</text>`,
+      `<text x="${left}" y="${top - 8}" font-weight="bold">${escape(panel.title)} (${panel.unit}, ${panel.higherIsBetter ? 'higher' : 'lower'} is better)</text>`,
     );
     parts.push(`<line x1="${left}" y1="${top + PANEL_HEIGHT}" x2="${left + PANEL_WIDTH}" y2="${top + PANEL_HEIGHT}" stroke="#333"/>`);
     parts.push(`<line x1="${left}" y1="${top}" x2="${left}" y2="${top + PANEL_HEIGHT}" stroke="#333"/>`);

@@ -230,7 +230,10 @@ export interface FreshDestination {
  * Starts a fresh destination cluster, watched as `destination` (a sharded one's mongos; its config
  * server and shards as `destination:config`, `destination:<shard id>`), and runs `copy` against it.
  */
-export async function withFreshDestination<T>(options: CopyRunOptions, copy: (destination: FreshDestination) => Promise<T>): Promise<T> {
+export async function withFreshDestination<T>(
+  options: Pick<CopyRunOptions, 'sampler' | 'destinationShards' | 'destinationCpuProfileDir'>,
+  copy: (destination: FreshDestination) => Promise<T>,
+): Promise<T> {
   const { sampler } = options;
   const profile = cpuProfileArgs(options.destinationCpuProfileDir);
   if ((options.destinationShards ?? 0) > 0) {

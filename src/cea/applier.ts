@@ -24,6 +24,23 @@
  * `caughtUpTo` tells another phase when events through a source time are applied (an index build
  * after the copy waits for it: src/plan/index-builds.ts).
  *
+ * Several instances, one per source shard (src/coordination/): each applies its own shard's
+ * stream, and publishes how far it has applied it. Two kinds of event wait, after draining the
+ * lanes, until every other instance has applied its shard's events earlier than theirs
+ * (`awaitAppliedBefore`):
+ * - an insert that may be the arriving half of a cross-shard move (shard-key-change.ts): the other
+ *   shard's events of the document, from before it left, are then all on the destination, and
+ *   none can overwrite the moved version afterwards (its delete half, keyed by the old shard key,
+ *   leaves the new version alone: write-plan.ts). Without it, a lagging instance's older update of
+ *   the document replaces the new version (by `_id`), and its delete then removes it: lost;
+ * - a DDL event: a mongos-driven DDL on a sharded collection is reported by the database's primary
+ *   shard alone (the others' parts are `fromMigrate`), so the instance of that shard applies it
+ *   for all, but only once no other instance still has earlier writes to the collection to
+ *   apply (a drop applied before them would be undone by their inserts, a rename would leave them
+ *   under the old name). The other way round, an instance's event that names a collection as a
+ *   DDL not yet applied leaves it (a rename's new name, a collection created again) waits until
+ *   that DDL is on the destination (namespace-uuids.ts): written first, the DDL would overwrite it.
+ *
  * The resume token recorded (src/meta/change-stream.ts) is always one up to which everything is durably
  * applied: the lanes' watermark, at reader-batch granularity (each batch's
  * `postBatchResumeToken`), at most once per interval, at each barrier, and when stopping. A
@@ -32,7 +49,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import type { Document, Timestamp } from 'bson';
-import { BsonType, decodeDocument, findElement, readChangeEvent, type ChangeEventFields } from '../bson/index.js';
+import { BsonType, decodeDocument, decodeValue, findElement, readChangeEvent, type ChangeEventFields } from '../bson/index.js';
 import { NamespaceRecords } from '../meta/namespaces.js';
 import { PartitionTable } from '../meta/partitions.js';
 import { ApplyPool } from './apply-pool.js';
@@ -41,6 +58,9 @@ import { ChangeStreamCheckpoints, type StreamPosition } from '../meta/change-str
 import { documentKeyOf, hotDocumentKeys, idKey, laneOf } from './document-key.js';
 import { DdlApplier, isDdlOperation } from './ddl.js';
 import { isCrudOperation } from './crud-event.js';
+import { mayArriveFromAnotherShard } from './shard-key-change.js';
+import { NamespaceUuids } from './namespace-uuids.js';
+import { sleep } from '../cluster/retry.js';
 import { LagTracker } from './lag.js';
 import { OplogWatch } from './oplog-window.js';
 import { Lanes, type LaneBatch } from './lanes.js';
@@ -68,6 +88,8 @@ interface Candidate {
 class Stopped extends Error {}
 
 const ID = '_id';
+/** How often a write held for another instance's DDL looks at the namespace records again (ms). */
+const COORDINATION_POLL_MS = 500;
 
 export class ChangeEventApplier implements ChangeApplication {
   readonly name = 'change event application';
@@ -113,6 +135,10 @@ export class ChangeEventApplier implements ChangeApplication {
   #catchUps: { time: Timestamp; resolve: (reached: boolean) => void }[] = [];
   /** Waiting at a DDL barrier for the initial copy: every event before it is applied. */
   #waitingForCopy = false;
+  /** Several instances: which collection each name holds after the DDL applied so far (namespace-uuids.ts). */
+  readonly #uuids: NamespaceUuids | undefined;
+  /** The namespace whose event waits for another instance's DDL, for progress. */
+  #waitingForDdlOf: string | undefined;
 
   constructor(context: SyncContext) {
     this.#context = context;
@@ -131,6 +157,7 @@ export class ChangeEventApplier implements ChangeApplication {
     this.#phase = context.syncPhase();
     this.#checkpoints = new ChangeStreamCheckpoints(context.store);
     this.#records = new NamespaceRecords(context.store);
+    if (context.coordination !== undefined) this.#uuids = new NamespaceUuids(() => this.#records.everyInstance());
     this.#partitions = new PartitionTable(context.store);
     this.#ddl = new DdlApplier({
       source: context.source.client,
@@ -234,6 +261,12 @@ export class ChangeEventApplier implements ChangeApplication {
     else if (this.#phase === 'copied') status.info = 'change event application';
     const stalled = this.#stalledLanes();
     const more = [...(oplogShort === undefined ? [] : [oplogShort]), ...stalled];
+    if (this.#waitingForDdlOf !== undefined) {
+      more.push(
+        `A write to ${this.#waitingForDdlOf} waits for the instance of the database's primary shard to apply the DDL before it ` +
+          '(a rename onto that name, or its drop and creation again)',
+      );
+    }
     if (more.length > 0) status.warnings = [...(status.warnings ?? []), ...more];
     return status;
   }
@@ -276,6 +309,7 @@ export class ChangeEventApplier implements ChangeApplication {
     // A reversed sync begins with its copy complete (src/reverse/): nothing to wait for, no tombstones.
     this.#copyCompletedAt = recorded?.copyCompletedAt ?? context.resume.copyCompletedAt;
     await this.#readShardKeys();
+    await this.#uuids?.refresh();
     if (recorded?.resumeToken !== undefined) {
       this.#applied = {
         resumeToken: recorded.resumeToken,
@@ -437,6 +471,13 @@ export class ChangeEventApplier implements ChangeApplication {
         }
         return;
       }
+      await this.#awaitDdlOfOtherShard(bytes, `${ns.db}.${ns.coll}`, fields.clusterTime, lanes);
+      if (type === 'insert' && this.#context.coordination !== undefined && mayArriveFromAnotherShard(bytes, key)) {
+        // Perhaps a document moved here from another shard: its earlier events there go first (module comment).
+        await lanes.drain();
+        this.#advance();
+        await this.#awaitOtherShards(fields.clusterTime, `An insert into ${ns.db}.${ns.coll} in a transaction (maybe a cross-shard move)`);
+      }
       const lane = laneOf(`${ns.db}.${ns.coll}`, keyText, lanes.count);
       this.#seq++;
       await lanes.add(lane, bytes, this.#seq);
@@ -476,6 +517,8 @@ export class ChangeEventApplier implements ChangeApplication {
       this.#advance();
       const before = positionBefore();
       if (before !== undefined) await this.#record(before);
+      // The other shards' earlier writes to what it changes go first (module comment).
+      await this.#awaitOtherShards(fields.clusterTime, `${fields.operationType} of ${describeNames(fields)}`);
       if (this.#copyCompletedAt === undefined && (await this.#touchesUnfinishedCopy(fields))) {
         this.#context.logger.info(
           { operationType: fields.operationType, ns: fields.ns, to: fields.to },
@@ -501,11 +544,53 @@ export class ChangeEventApplier implements ChangeApplication {
       const named = [fields.ns, fields.to].filter((name) => name !== undefined);
       await this.#context.changingCatalog(named, () => this.#ddl.apply(event, duringCopy));
       await this.#readShardKeys();
+      await this.#uuids?.refresh();
       this.#eventsApplied++;
       await this.#record({ resumeToken: event._id as Document, ...(fields.clusterTime === undefined ? {} : { time: fields.clusterTime }) });
     } finally {
       this.#lag.waitingDdl = undefined;
     }
+  }
+
+  /**
+   * Several instances: waits until every other one applied its shard's events earlier than `time`
+   * (this instance applied all of its own before the event: lanes drained). Nothing to wait for alone.
+   */
+  async #awaitOtherShards(time: Timestamp | undefined, why: string): Promise<void> {
+    const coordination = this.#context.coordination;
+    if (coordination === undefined || time === undefined) return;
+    if (!(await coordination.awaitAppliedBefore(time, why, () => this.#stopping))) throw new Stopped();
+  }
+
+  /**
+   * Several instances: holds a CRUD event that names its collection as another instance's DDL,
+   * not applied yet, leaves it (module comment; namespace-uuids.ts). Every event before it is
+   * applied first and the watermark says so, so that instance's DDL barrier can go on.
+   */
+  async #awaitDdlOfOtherShard(bytes: Uint8Array, namespace: string, time: Timestamp | undefined, lanes: Lanes): Promise<void> {
+    const uuids = this.#uuids;
+    const element = uuids === undefined ? undefined : findElement(bytes, 'collectionUUID');
+    if (uuids === undefined || element === undefined) return;
+    const uuid = decodeValue(bytes, element);
+    if (!uuids.pending(namespace, uuid)) return;
+    await uuids.refresh();
+    if (!uuids.pending(namespace, uuid)) return;
+    await lanes.drain();
+    this.#advance();
+    this.#context.coordination?.noteAppliedBefore(time);
+    this.#context.logger.info({ ns: namespace }, 'A write waits for the DDL another instance applies before it');
+    this.#waitingForDdlOf = namespace;
+    try {
+      while (uuids.pending(namespace, uuid)) {
+        if (this.#stopping) throw new Stopped();
+        await sleep(COORDINATION_POLL_MS);
+        await uuids.refresh();
+      }
+    } finally {
+      this.#waitingForDdlOf = undefined;
+    }
+    // The DDL may have sharded the name on the destination (lanes drained: no batch uses the old keys).
+    await this.#readShardKeys();
   }
 
   /** Whether a DDL event names a collection whose initial copy (partitions or index builds) is unfinished. */
@@ -550,7 +635,9 @@ export class ChangeEventApplier implements ChangeApplication {
   /** The shard keys the namespace records give (lanes drained: no batch in flight uses the old ones). */
   async #readShardKeys(): Promise<void> {
     const keys: Record<string, ShardKeyPattern> = {};
-    for (const record of await this.#records.list()) if (record.sharding !== undefined) keys[namespaceOf(record)] = record.sharding.key;
+    // Several instances: a DDL another instance applied (a rename, a collection sharded again) is in its records only.
+    const records = this.#context.coordination === undefined ? await this.#records.list() : await this.#records.listEveryInstance();
+    for (const record of records) if (record.sharding !== undefined) keys[namespaceOf(record)] = record.sharding.key;
     this.#shardKeys = Object.keys(keys).length === 0 ? undefined : keys;
   }
 
@@ -561,6 +648,8 @@ export class ChangeEventApplier implements ChangeApplication {
       const candidate = this.#candidates.shift()!;
       this.#applied = candidate.position;
       this.#lag.applied(candidate.position.time);
+      // Everything through the batch's resume point is applied: the events before its time too.
+      this.#context.coordination?.noteAppliedBefore(candidate.position.time);
       if (candidate.wallTimeMs !== undefined) this.#context.histograms.record('lagMs', Date.now() - candidate.wallTimeMs);
     }
     this.#settleCatchUps();
@@ -570,6 +659,7 @@ export class ChangeEventApplier implements ChangeApplication {
   async #record(position: StreamPosition): Promise<void> {
     this.#applied = position;
     this.#lag.applied(position.time);
+    this.#context.coordination?.noteAppliedBefore(position.time);
     this.#settleCatchUps();
     await this.#checkpoint();
   }
@@ -582,4 +672,11 @@ export class ChangeEventApplier implements ChangeApplication {
     this.#saving = this.#saving.catch(() => undefined).then(() => this.#checkpoints.save(position));
     return this.#saving;
   }
+}
+
+/** `db.coll` (and `→ db.coll` for a rename) of a DDL event, for progress. */
+function describeNames(fields: ChangeEventFields): string {
+  const name = (ns: { db: string; coll?: string }) => (ns.coll === undefined ? ns.db : `${ns.db}.${ns.coll}`);
+  const from = fields.ns === undefined ? '?' : name(fields.ns);
+  return fields.to === undefined ? from : `${from} → ${name(fields.to)}`;
 }

@@ -175,7 +175,15 @@ export class Commit implements CommitPhase {
       const incomplete = records.find((record) => record.incomplete === true);
       if (incomplete !== undefined) throw new CollectionReadInterrupted({ ns: namespaceOf(incomplete) });
       // Hot documents' events were skipped: each is copied as the source holds it now, after the commit point.
-      await copyHotDocuments(source.client, destination.client, this.#context.resume.hotDocuments ?? [], logger);
+      // Several instances: every instance's (each got its own --hotDocIDs and skipped their events), once all drained.
+      const hot =
+        coordination === undefined
+          ? (this.#context.resume.hotDocuments ?? [])
+          : await new ResumeStore(store).hotDocumentsOf(coordination.members);
+      const shardKeys = Object.fromEntries(
+        records.flatMap((record) => (record.sharding === undefined ? [] : [[namespaceOf(record), record.sharding.key]])),
+      );
+      await copyHotDocuments(source.client, destination.client, hot, logger, shardKeys);
       const steps = await planRestore(destination.client, records, {
         perShard: (await clusterTopology(destination.client)) === 'sharded',
         dropPlaceholders: request.buildIndexes !== 'never',

@@ -4,6 +4,9 @@
  * written whole to the destination (an upserting replace), or deleted there when the source no
  * longer holds it. Running it again (a retried or restarted commit) gives the same result.
  *
+ * On a collection sharded on the destination the write carries the document's shard key (mongos
+ * routes an upsert by it), after deleting any copy of it under another key (its key changed).
+ *
  * Documents go through the driver decoded with their BSON types kept (TYPE_FAITHFUL): a hot
  * document holding a type with no JavaScript value (a deprecated one) would not survive that.
  */
@@ -12,6 +15,7 @@ import { compareBsonValues, TYPE_FAITHFUL } from '../bson/index.js';
 import { MAJORITY } from '../cluster/concerns.js';
 import type { HotDocuments } from '../domain/hot-documents.js';
 import type { Logger } from '../log/logger.js';
+import { shardKeyOf, type ShardKeyPattern } from '../cluster/shard-key.js';
 
 export interface HotCopyOutcome {
   written: number;
@@ -23,6 +27,8 @@ export async function copyHotDocuments(
   destination: MongoClient,
   hot: readonly HotDocuments[],
   logger: Logger,
+  /** The destination's shard keys by `db.coll`, for the collections sharded there. */
+  shardKeys: Readonly<Record<string, ShardKeyPattern>> = {},
 ): Promise<HotCopyOutcome> {
   const outcome: HotCopyOutcome = { written: 0, deleted: 0 };
   for (const { db, coll, ids } of hot) {
@@ -32,8 +38,13 @@ export async function copyHotDocuments(
       .find({ _id: { $in: ids } } as Document, { ...TYPE_FAITHFUL, readConcern: { level: 'majority' } })
       .toArray();
     const target = destination.db(db).collection(coll);
+    const key = shardKeys[`${db}.${coll}`];
     for (const document of found) {
-      await target.replaceOne({ _id: document._id } as Document, document, {
+      const fields = key === undefined ? {} : shardKeyOf(document, key);
+      if (key !== undefined) {
+        await target.deleteMany({ _id: document._id, $nor: [fields] } as Document, { writeConcern: MAJORITY });
+      }
+      await target.replaceOne({ _id: document._id, ...fields } as Document, document, {
         upsert: true,
         bypassDocumentValidation: true,
         writeConcern: MAJORITY,

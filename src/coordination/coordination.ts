@@ -7,23 +7,34 @@
  *   refused by the lease (src/meta/lease.ts); instances that are missing, or whose lease ran out,
  *   are named in progress `warnings` while the others wait for them.
  * - Identical commands: a start request that differs from one an instance already recorded is
- *   refused by name (MismatchedCommand, `refuseDifferent`); a command one instance got waits, in
- *   `info`/`warnings`, for every other to get it too (`awaitAll`).
+ *   refused by name (MismatchedCommand, `refuseDifferent`), and so is one that differs from the
+ *   request the migration's start was claimed with, whoever claimed first (`claimStart`,
+ *   start-claim.ts: two starts at the same instant cannot both win); a command one instance got
+ *   waits, in `info`/`warnings`, for every other to get it too (`awaitAll`).
  * - Cluster-wide steps (run by the coordinator, coordinator.ts) wait for every instance, and the
  *   others wait for the coordinator's decision (`awaitCoordinator`): the phases say where.
  * - Readiness: each instance publishes whether it could commit; `canCommit` is true only when
  *   every instance's is, and each is alive.
+ * - Order across shards' streams: each instance publishes its change-event application's watermark
+ *   (`appliedBefore`: every event of its shard's stream earlier than that cluster time is applied).
+ *   An event that must not overtake the other shards' earlier events (the insert half of a
+ *   cross-shard move, a DDL: src/cea/applier.ts) waits until every other instance's watermark
+ *   reached its cluster time (`awaitAppliedBefore`). The instance waiting publishes that time as
+ *   its own watermark first (everything before the event is applied), so two instances waiting at
+ *   once never wait for each other: the one at the earlier time always goes on.
  */
+import type { Timestamp } from 'bson';
 import { liveInstances } from '../meta/lease.js';
 import type { Cluster } from '../cluster/connect.js';
-import { MismatchedCommand } from '../errors/errors.js';
 import type { Logger } from '../log/logger.js';
 import type { MetadataStore } from '../meta/store.js';
 import type { Coordination, CoordinationStep, PhaseStatus } from '../phase/contract.js';
 import type { StartRequest } from '../domain/start-request.js';
 import { sleep } from '../cluster/retry.js';
+import { describeTime, timeAfter } from '../domain/time.js';
 import { chooseCoordinator } from './coordinator.js';
-import { commandFingerprint, differingFields } from './fingerprint.js';
+import { commandFingerprint, differingFields, mismatchedStart } from './fingerprint.js';
+import { StartClaim } from './start-claim.js';
 import { MemberRecords, stepValue, type MemberDocument, type RunCommand } from './members.js';
 
 export interface CoordinationOptions {
@@ -58,6 +69,7 @@ export class InstanceCoordination implements Coordination {
   readonly coordinatorId: string;
   readonly #options: CoordinationOptions;
   readonly #records: MemberRecords;
+  readonly #claim: StartClaim;
   readonly #fingerprint: string;
   #docs: MemberDocument[] = [];
   /** Instances alive (their lease not expired), as last read. */
@@ -65,6 +77,11 @@ export class InstanceCoordination implements Coordination {
   /** What this instance waits for now, for progress. */
   #waiting: { step: CoordinationStep; missing: string[] } | undefined;
   #published: boolean | undefined;
+  /** This instance's change-event watermark (`appliedBefore`): as noted, and as last written. */
+  #appliedBefore: Timestamp | undefined;
+  #appliedPublished: Timestamp | undefined;
+  /** What this instance waits for at an event that must not overtake the others' (progress says). */
+  #waitingOrder: { time: Timestamp; why: string; missing: string[] } | undefined;
   #timer: NodeJS.Timeout | undefined;
   #refreshing = false;
 
@@ -74,6 +91,7 @@ export class InstanceCoordination implements Coordination {
     this.members = options.members;
     this.coordinatorId = chooseCoordinator(options.members);
     this.#records = new MemberRecords(options.store);
+    this.#claim = new StartClaim(options.store, options.members);
     this.#fingerprint = commandFingerprint(options.request);
   }
 
@@ -98,12 +116,25 @@ export class InstanceCoordination implements Coordination {
   async refuseDifferent(): Promise<void> {
     for (const other of this.#others(await this.#records.all())) {
       const fields = differingFields(this.#fingerprint, other.request);
-      if (fields.length === 0) continue;
-      throw new MismatchedCommand(
-        `start differs from the start instance "${other._id}" got (${fields.join(', ')}): every instance of a migration must get ` +
-          'the same request. Send this instance the same body as the others',
-      );
+      if (fields.length > 0) throw mismatchedStart(other._id, fields);
     }
+  }
+
+  /**
+   * Claims the migration's start for this instance's request, or finds the same request claimed
+   * (start-claim.ts): refused by name (MismatchedCommand) when another instance's different one
+   * was claimed first, even at the same instant. Called once this instance's lease is taken,
+   * before its start writes anything else; `releaseStart` undoes it if the start fails.
+   */
+  async claimStart(): Promise<void> {
+    const outcome = await this.#claim.claim(this.#fingerprint);
+    if (outcome.claimed) return;
+    const fields = differingFields(this.#fingerprint, outcome.request);
+    if (fields.length > 0) throw mismatchedStart(outcome.by, fields);
+  }
+
+  async releaseStart(): Promise<void> {
+    await this.#claim.release();
   }
 
   /** Whether another instance of this migration has started (its destination work may be there already). */
@@ -143,7 +174,47 @@ export class InstanceCoordination implements Coordination {
       await this.#records.setReady(ready);
       this.#published = ready;
     }
+    await this.#publishApplied();
     await this.#read();
+  }
+
+  /**
+   * Notes this instance's change-event watermark: every event of its shard's stream earlier than
+   * `time` is applied. Written with the next refresh (every `pollMs`), never moved back.
+   */
+  noteAppliedBefore(time: Timestamp | undefined): void {
+    if (timeAfter(time, this.#appliedBefore)) this.#appliedBefore = time;
+  }
+
+  async #publishApplied(): Promise<void> {
+    const time = this.#appliedBefore;
+    if (time === undefined || !timeAfter(time, this.#appliedPublished)) return;
+    await this.#records.setAppliedBefore(time);
+    this.#appliedPublished = time;
+  }
+
+  /**
+   * Waits until every other instance has applied every event of its shard's stream earlier than
+   * `time` (see the module comment); this instance has applied all of its own and says so first.
+   * `why` tells progress what waits. False when `stopped()` first.
+   */
+  async awaitAppliedBefore(time: Timestamp, why: string, stopped: () => boolean): Promise<boolean> {
+    this.noteAppliedBefore(time);
+    await this.#publishApplied();
+    try {
+      for (;;) {
+        if (stopped()) return false;
+        const others = new Map(this.#others(await this.#read()).map((doc) => [doc._id, doc]));
+        const missing = this.members.filter(
+          (id) => id !== this.shard.id && (others.get(id)?.appliedBefore === undefined || timeAfter(time, others.get(id)!.appliedBefore)),
+        );
+        if (missing.length === 0) return true;
+        this.#waitingOrder = { time, why, missing };
+        await sleep(this.#pollMs);
+      }
+    } finally {
+      this.#waitingOrder = undefined;
+    }
   }
 
   async #read(): Promise<MemberDocument[]> {
@@ -253,6 +324,13 @@ export class InstanceCoordination implements Coordination {
     const waiting = this.#waiting;
     if (waiting !== undefined) {
       warnings.push(`Waiting for ${named(waiting.missing, 'instance')} ${WAITING_FOR[waiting.step]}`);
+    }
+    const order = this.#waitingOrder;
+    if (order !== undefined) {
+      warnings.push(
+        `${order.why} waits for ${named(order.missing, 'instance')} to apply ` +
+          `the events of ${order.missing.length === 1 ? 'its shard' : 'their shards'} before ${describeTime(order.time)}`,
+      );
     }
     const allReady =
       notStarted.length === 0 &&

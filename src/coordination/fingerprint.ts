@@ -4,6 +4,7 @@
  * does not matter), and a difference is named by its first differing top-level field.
  */
 import type { StartRequest } from '../domain/start-request.js';
+import { MismatchedCommand } from '../errors/errors.js';
 
 function canonical(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(canonical);
@@ -28,4 +29,12 @@ export function differingFields(a: string, b: string): string[] {
   const right = JSON.parse(b) as Record<string, unknown>;
   const keys = [...new Set([...Object.keys(left), ...Object.keys(right)])].sort();
   return keys.filter((key) => JSON.stringify(left[key]) !== JSON.stringify(right[key]));
+}
+
+/** The refusal of a start request that differs from the one instance `other` got (`fields`: differingFields). */
+export function mismatchedStart(other: string, fields: readonly string[]): MismatchedCommand {
+  return new MismatchedCommand(
+    `start differs from the start instance "${other}" got (${fields.join(', ')}): every instance of a migration must get ` +
+      'the same request. Send this instance the same body as the others',
+  );
 }

@@ -9,6 +9,7 @@
  * overwrite what a newer holder of its id decided.
  * Everyone reads everyone's, at majority.
  */
+import type { Timestamp } from 'bson';
 import type { CoordinationStep } from '../phase/contract.js';
 import { InstanceCollection, packValue, unpackValue, type MetadataStore } from '../meta/store.js';
 
@@ -25,6 +26,11 @@ export interface MemberDocument {
   steps: Partial<Record<CoordinationStep, { at: Date; value?: string }>>;
   /** The last `pause` or `resume` it got, and when (by the destination's clock). */
   lastCommand?: { name: RunCommand; at: Date };
+  /**
+   * Every change event of its shard's stream with an earlier cluster time is applied to the
+   * destination (coordination.ts, `awaitAppliedBefore`): its change-event application's watermark.
+   */
+  appliedBefore?: Timestamp;
   updatedAt: Date;
 }
 
@@ -79,6 +85,10 @@ export class MemberRecords extends InstanceCollection<MemberDocument> {
 
   async setReady(ready: boolean): Promise<void> {
     await this.collection.updateOne({ _id: this.instance }, { $set: { ready, updatedAt: new Date() } });
+  }
+
+  async setAppliedBefore(time: Timestamp): Promise<void> {
+    await this.collection.updateOne({ _id: this.instance }, { $set: { appliedBefore: time, updatedAt: new Date() } });
   }
 
   /** Every instance's document (its own included). */

@@ -127,7 +127,8 @@ export const ERROR_CATALOGUE = {
     message: '{detail}',
     when:
       '`reversible` with replica set → sharded cluster, sharded clusters with different shard counts, ' +
-      'different major versions, or a cluster older than MongoDB 6.0',
+      'different major versions, a cluster older than MongoDB 6.0, or several instances (one per source shard; ' +
+      'also `reverse` of such a migration)',
   },
   ReverseHistoryLost: {
     status: 422,

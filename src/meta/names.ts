@@ -28,6 +28,8 @@
  * - `coordination`: one document per instance of a migration run by several instances, one per
  *   source shard: its start request, the steps it has reached and the coordinator's decisions
  *   (see src/coordination/).
+ * - `coordinationStart`: one document for such a migration: the start request the first instance
+ *   to start got, which every other instance's start must match (see src/coordination/start-claim.ts).
  */
 export const METADATA_COLLECTIONS = Object.freeze({
   resume: 'resume',
@@ -45,4 +47,5 @@ export const METADATA_COLLECTIONS = Object.freeze({
   verificationMismatches: 'verificationMismatches',
   wayBack: 'wayBack',
   coordination: 'coordination',
+  coordinationStart: 'coordinationStart',
 });

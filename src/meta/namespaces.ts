@@ -162,6 +162,25 @@ export class NamespaceRecords extends InstanceCollection<NamespaceDocument> {
       .sort((a, b) => (namespaceOf(a) < namespaceOf(b) ? -1 : namespaceOf(a) > namespaceOf(b) ? 1 : 0));
   }
 
+  /**
+   * Every instance's records (several instances, one per source shard), as name and source UUID
+   * only: which collection each name holds on the destination after the DDL any of them applied.
+   */
+  async everyInstance(): Promise<{ db: string; coll: string; uuid?: Binary }[]> {
+    const docs = await this.collection.find({}, { projection: { db: 1, coll: 1, uuid: 1 } }).toArray();
+    return docs.map((doc) => ({
+      db: String(doc.db),
+      coll: String(doc.coll),
+      ...(doc.uuid === undefined ? {} : { uuid: doc.uuid as Binary }),
+    }));
+  }
+
+  /** Every instance's records (several instances: the one that applied a DDL has the current record). */
+  async listEveryInstance(): Promise<NamespaceRecord[]> {
+    const docs = await this.collection.find({}, TYPE_FAITHFUL_READ).toArray();
+    return docs.map((doc) => fromDocument(doc as NamespaceDocument));
+  }
+
   /** The namespaces recorded as created on the destination, and their type: a light read (the destination's check). */
   async created(): Promise<{ db: string; coll: string; type: 'collection' | 'view' }[]> {
     const docs = await this.collection

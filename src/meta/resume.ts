@@ -183,6 +183,17 @@ export class ResumeStore extends InstanceCollection<ResumeDocument> {
   }
 
   /** Every sync recorded on this destination, whatever its instance (to find syncs that would overlap). */
+  /** The hot documents (`--hotDocIDs`) every one of `instances` recorded, types kept (several instances: the commit copies them all). */
+  async hotDocumentsOf(instances: readonly string[]): Promise<HotDocuments[]> {
+    const docs = await this.collection
+      .find(
+        { _id: { $in: [...instances] } },
+        { projection: { hotDocuments: 1 }, promoteLongs: false, promoteValues: false, bsonRegExp: true },
+      )
+      .toArray();
+    return docs.flatMap((doc) => (doc.hotDocuments ?? []) as HotDocuments[]);
+  }
+
   async all(): Promise<ResumeDocument[]> {
     return this.collection.find({}).toArray() as Promise<ResumeDocument[]>;
   }

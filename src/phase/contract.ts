@@ -209,6 +209,13 @@ export interface Coordination {
   awaitCoordinator(step: CoordinationStep, stopped: () => boolean): Promise<{ value?: unknown } | undefined>;
   /** The coordinator's decision at `step` if it has taken it (`{}` without a value), read once. */
   decision(step: CoordinationStep): Promise<{ value?: unknown } | undefined>;
+  /** Notes that every event of this shard's stream earlier than `time` is applied (published with the next refresh). */
+  noteAppliedBefore(time: Timestamp | undefined): void;
+  /**
+   * Waits until every other instance applied every event of its shard's stream earlier than
+   * `time` (progress says `why` waits meanwhile); false when `stopped()` first.
+   */
+  awaitAppliedBefore(time: Timestamp, why: string, stopped: () => boolean): Promise<boolean>;
 }
 
 /** A namespace, or a whole database (no `coll`), whose catalog entry Ferry changes. */

@@ -116,6 +116,20 @@ export function checkTopologies(
 }
 
 /**
+ * `reversible` with several instances, one per source shard (ReversibleNotSupported). Each
+ * instance is bound to a source shard (its `--id`): reversed, the destination becomes the source,
+ * whose shards are not those instances (a replica-set destination has none), and reverse's
+ * cluster-wide steps (write blocking, the reversed sync's start point) are not coordinated across
+ * instances. Refused at `start`, with nothing written, rather than at `reverse` after the commit.
+ */
+export function severalInstancesNotReversible(members: readonly string[]): InstanceType<typeof ReversibleNotSupported> {
+  return new ReversibleNotSupported(
+    `a migration run by several instances (one per source shard: ${members.join(', ')}) cannot be reversible: ` +
+      'reverse is not coordinated across instances. Start it without "reversible", or with one instance (the default --id)',
+  );
+}
+
+/**
  * mongosync's rule for one instance on a sharded cluster: no `--id` but the default (several
  * instances, one per source shard, each name theirs).
  */
@@ -368,6 +382,7 @@ export async function runPreflight(request: StartRequest, options: PreflightOpti
       options.clusters,
     );
     await refuseSameCluster(source, sourceClient, sourceHello, destination, destinationClient, destinationHello);
+    if (request.reversible && options.fellows !== undefined) throw severalInstancesNotReversible(options.fellows);
     if (request.reversible) {
       const [sourceFacts, destinationFacts] = await Promise.all([
         reversibleFacts(source, sourceClient, sourceTopology),

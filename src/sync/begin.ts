@@ -6,10 +6,12 @@
  * looked for on the source: found there, source and destination are one cluster, whatever their
  * connection strings say (preflight's `hello` check cannot tell two routers of one sharded
  * cluster apart; this can), and the start is refused with the lease removed again; the metadata
- * an earlier sync with this id left is cleared; T0 is taken on the source (an `appendOplogNote`:
- * every write the copy could miss is at or after it); the destination is write-blocked (unless
- * `enableUserWriteBlocking: "none"`); and the resume document (state RUNNING, phase `planning`,
- * the request, T0) is written. A failure on the way leaves the destination unblocked again.
+ * an earlier sync with this id left is cleared; one of several instances claims the migration's
+ * start with its request, or is refused if another instance's differs (src/coordination/); T0 is
+ * taken on the source (an `appendOplogNote`: every write the copy could miss is at or after it);
+ * the destination is write-blocked (unless `enableUserWriteBlocking: "none"`); and the resume
+ * document (state RUNNING, phase `planning`, the request, T0) is written. A failure on the way
+ * leaves the destination unblocked again.
  */
 import { appendOplogNote, missingWriteBlockingPrivileges, setUserWriteBlocking } from '../cluster/commands.js';
 import type { Cluster } from '../cluster/connect.js';
@@ -30,6 +32,8 @@ export interface SyncTarget {
   resume: ResumeStore;
   /** The lease of this sync on the destination; every metadata write is fenced by it. */
   lease: Lease;
+  /** One of several instances (src/coordination/): its start is claimed once its lease is taken. */
+  coordination?: { claimStart(): Promise<void>; releaseStart(): Promise<void> };
 }
 
 /** Runs `operation` on `cluster`, its failure reported as the API reports a cluster's. */
@@ -72,7 +76,9 @@ export async function beginSync(target: SyncTarget, id: string, ferryVersion: st
   try {
     return await begin(target, id, ferryVersion);
   } catch (error) {
-    // Not started: the lease goes (removed if this start made it), so nothing stays held.
+    // Not started: its claim of the migration's start goes while its lease is held, then the lease
+    // (removed if this start made it), so nothing stays held.
+    await target.coordination?.releaseStart().catch(() => undefined);
     await (leaseExisted ? lease.release() : lease.discard()).catch(() => undefined);
     throw error;
   }
@@ -95,6 +101,8 @@ async function begin(target: SyncTarget, id: string, ferryVersion: string): Prom
   await refuseSameCluster(target);
   await on(destination, 'clearing metadata an earlier sync with this id left', store.forgetInstance());
   await on(destination, 'indexing the metadata', store.ensureIndexes());
+  // One of several instances: the same start request as the migration's, or refused here, before anything else is written.
+  await target.coordination?.claimStart();
   const startAtOperationTime = await on(source, 'appendOplogNote (taking the start time)', appendOplogNote(source, 'sync start', id));
   const blockDestination = blocksDestination(request.enableUserWriteBlocking);
   if (blockDestination) {

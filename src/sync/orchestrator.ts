@@ -62,7 +62,7 @@ import type { CounterValues } from '../metrics/counters.js';
 import { HistogramSet } from '../metrics/histograms.js';
 import type { CommitPhase, PhaseFactories, PhaseStatus, ReversePhase } from '../phase/contract.js';
 import { mergeStatuses, sumCounters } from '../phase/status.js';
-import { runPreflight } from '../plan/preflight.js';
+import { runPreflight, severalInstancesNotReversible } from '../plan/preflight.js';
 import { findRecordedSync } from '../recovery/find-sync.js';
 import { InstanceCoordination } from '../coordination/coordination.js';
 import { resolveMembership } from '../coordination/membership.js';
@@ -578,6 +578,8 @@ export class SyncOrchestrator implements SyncControl {
     if (doc?.state !== 'COMMITTED') {
       throw new InvalidStateTransition(`reverse: the metadata says the sync is ${doc?.state ?? 'gone'}, not COMMITTED`);
     }
+    // Several instances: never reversible (start refuses it); a migration started so before that is refused here, unchanged.
+    if (committed.coordination !== undefined) throw severalInstancesNotReversible(committed.coordination.members);
     const sync = this.#target(reversedRequest(committed.request));
     await checkWriteBlockingPrivileges(sync);
     // The reversed sync's metadata lives on its own destination: its lease there comes before any write.

@@ -44,6 +44,14 @@ function readLog(path: string): Record<string, any>[] {
     .map((line) => JSON.parse(line) as Record<string, any>);
 }
 
+/** How the ferry process is spawned, besides its flags. */
+export interface FerrySpawnOptions {
+  /** Its working directory. Default: this process's. */
+  cwd?: string;
+  /** False: its environment is `env` and PATH only, nothing inherited from this process. Default true. */
+  inheritEnv?: boolean;
+}
+
 /**
  * Starts ferry and resolves once its API listens and it has left INITIALIZING. `nodeArgs` are
  * flags for its node (benchmarks pass `--cpu-prof`, which NODE_OPTIONS does not allow).
@@ -53,12 +61,15 @@ export async function startFerry(
   env: Record<string, string> = {},
   logDir?: string,
   nodeArgs: string[] = [],
+  options: FerrySpawnOptions = {},
 ): Promise<FerryProcess> {
   const dir = logDir ?? mkdtempSync(join(tmpdir(), 'ferry-e2e-'));
   const logFile = join(dir, 'ferry.log');
+  const inherited = options.inheritEnv === false ? { PATH: process.env.PATH ?? '' } : process.env;
   const child = spawn(process.execPath, [...nodeArgs, MAIN, '--port', '0', '--logPath', dir, ...args], {
     stdio: ['ignore', 'ignore', 'pipe'],
-    env: { ...process.env, ...env },
+    env: { ...inherited, ...env },
+    ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
   });
   let stderr = '';
   child.stderr!.on('data', (chunk) => (stderr += chunk));

@@ -106,8 +106,13 @@ defineRouterCommand({
     const [fromDb] = checkNamespace(ctx.body.renameCollection, 'renameCollection');
     const [toDb] = checkNamespace(ctx.body.to, 'renameCollection');
     const router = ctx.router;
-    if (router.tableOf(String(ctx.body.renameCollection)) || router.tableOf(String(ctx.body.to))) {
-      throw new ServerError('IllegalOperation', 'The test cluster does not rename sharded collections');
+    const fromNs = String(ctx.body.renameCollection);
+    const toNs = String(ctx.body.to);
+    if (router.tableOf(toNs)) throw new ServerError('IllegalOperation', `Cannot rename to a sharded collection: ${toNs}`);
+    if (router.tableOf(fromNs)) {
+      if (fromDb !== toDb)
+        throw new ServerError('IllegalOperation', 'The test cluster renames sharded collections within their database only');
+      return renameSharded(ctx, fromDb, fromNs, toNs);
     }
     const from = await router.database(fromDb, false);
     if (!from) throw new ServerError('NamespaceNotFound', `Source collection ${String(ctx.body.renameCollection)} does not exist`);
@@ -118,6 +123,38 @@ defineRouterCommand({
     return passOn(await runOnShard(ctx, from.primary, clientFields(ctx), [], 'admin'));
   },
 });
+
+/**
+ * Renames a sharded collection (5.0+), as mongod's rename coordinator does: every shard renames its
+ * part, the primary shard as the client's write and the others as participants (`fromMigrate`),
+ * so a change stream reports one rename, from the primary shard; the collection keeps its UUID and
+ * chunks, and its `config.collections` entry moves to the new name.
+ */
+async function renameSharded(ctx: RouterContext, db: string, fromNs: string, toNs: string): Promise<RouterReply> {
+  const router = ctx.router;
+  const releases = [await router.gates.exclusive(fromNs), await router.gates.exclusive(toNs)];
+  try {
+    const primary = await router.primaryOf(db, false);
+    if (!primary) throw new ServerError('NamespaceNotFound', `Source collection ${fromNs} does not exist`);
+    const reply = await runOnShard(ctx, primary.id, clientFields(ctx), [], 'admin');
+    if (!reply.ok) return passOn(reply);
+    const others = router.shardIds().filter((id) => id !== primary.id);
+    await Promise.all(others.map((id) => runOnShard(ctx, id, { ...clientFields(ctx), $fromMigrate: true }, [], 'admin')));
+    const found = await router.config.command('config', { find: 'collections', filter: { _id: fromNs } });
+    const entry = ((found.cursor as { firstBatch: Record<string, unknown>[] }).firstBatch ?? [])[0];
+    if (entry !== undefined) {
+      await router.config.command('config', { insert: 'collections', documents: [{ ...entry, _id: toNs }] });
+      await router.config.command('config', { delete: 'collections', deletes: [{ q: { _id: fromNs }, limit: 1 }] });
+    }
+    for (const ns of [fromNs, toNs]) {
+      await Promise.all(router.shardIds().map((id) => router.shard(id).client.command('admin', { _flushRoutingTableCacheUpdates: ns })));
+      await router.refreshCollection(ns);
+    }
+    return passOn(reply);
+  } finally {
+    for (const release of releases.reverse()) release();
+  }
+}
 
 /** A listing cursor served by one shard, passed through. */
 async function listOn(ctx: RouterContext, shard: string): Promise<RouterReply> {

@@ -6,7 +6,7 @@
  * settings, not by the data).
  *
  *   npm run bench:scale -- [--sizes 50,200,800] [--seed 1] [--loadLevel 3] [--ferryEnv NAME=value] [--baseline]
- *                           [--out bench/results]
+ *                           [--cpuProf dir] [--out bench/results]
  *
  * `--baseline` also copies each size with the baseline copier.
  *
@@ -15,8 +15,11 @@
  * secondary indexes (default 1: 10,000 collections carry 10,000 secondary indexes), and times
  * Ferry from `start` to `canCommit`, as an operator waits for it. Planning, destination
  * preparation, index builds and progress must grow linearly with the namespaces: the growth of
- * time against the growth of namespaces says whether they do. Writes `<out>/scale.json`.
+ * time against the growth of namespaces says whether they do. Writes `<out>/scale.json`, and
+ * after a sweep `<out>/sweep.svg`, its chart (`node dist/bench/sweep-chart.js` redraws it).
  */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { Command } from 'commander';
 import { generateDataset } from '../scripts/generate.js';
 import { InvalidArgumentError } from 'commander';
@@ -26,7 +29,8 @@ import { spawnCluster } from '../test/cluster/index.js';
 import { copyWorkload, describeMeasurement, measureBaselineCopy, measureFerryCopy, type CopyMeasurement } from './lib/copy-runs.js';
 import { fillNamespaces } from './lib/namespaces.js';
 import { UsageSampler } from './lib/process-usage.js';
-import { DEFAULT_RESULTS_DIR, MiB, round, writeResult } from './lib/results.js';
+import { DEFAULT_RESULTS_DIR, machineInfo, MiB, round, writeResult } from './lib/results.js';
+import { sweepChartSvg, sweepSubtitle } from './lib/sweep-chart.js';
 
 /** Options of `runScaleBenchmark`. */
 export interface ScaleBenchmarkOptions {
@@ -48,6 +52,8 @@ export interface ScaleBenchmarkOptions {
   sweepBatchBytesMB?: number[];
   /** Size of the sweep's generated source, MiB. Default 200. */
   sweepSizeMB?: number;
+  /** Write CPU profiles of Ferry's threads (node --cpu-prof) into this directory. Default none. */
+  cpuProf?: string;
   /** Also measure the baseline copier at each size. Default false. */
   baseline?: boolean;
   /** Directory of `scale.json`. Default `bench/results/`. */
@@ -141,7 +147,7 @@ export async function runScaleBenchmark(options: ScaleBenchmarkOptions = {}): Pr
         const workload = copyWorkload(report);
         print(`${sizeMB} MB: ${(report.totalBytes / MiB).toFixed(1)} MB in ${report.totalDocuments} documents`);
         const run = { source, workload, sampler, ferryFlags, ...(options.ferryEnv === undefined ? {} : { ferryEnv: options.ferryEnv }) };
-        const ferry = await measureFerryCopy(run);
+        const ferry = await measureFerryCopy({ ...run, ...profileOf(options) });
         print(`  ${describeMeasurement(ferry)}`);
         const point: ScalePoint = { sizeMB, bytes: report.totalBytes, documents: report.totalDocuments, ferry, sourceClusterPeakRssMB: 0 };
         if (options.baseline === true) {
@@ -196,6 +202,12 @@ export async function runScaleBenchmark(options: ScaleBenchmarkOptions = {}): Pr
   }
   const path = writeResult(options.out ?? DEFAULT_RESULTS_DIR, 'scale', result);
   print(`→ ${path}`);
+  if (result.sweep !== undefined) {
+    const chart = join(options.out ?? DEFAULT_RESULTS_DIR, 'sweep.svg');
+    const command = ['node', ...process.argv.slice(1)].join(' ');
+    writeFileSync(chart, sweepChartSvg(result.sweep.cells, sweepSubtitle(result.sweep.sizeMB, machineInfo(), command)));
+    print(`→ ${chart}`);
+  }
   return { ...result, path };
 }
 
@@ -218,7 +230,11 @@ async function measureNamespaces(
         `(filled in ${((performance.now() - filling) / 1000).toFixed(1)} s)`,
     );
     const run = { source, workload, sampler, ferryFlags, until: 'canCommit' as const, timeoutMs: 60 * 60_000 };
-    const ferry = await measureFerryCopy({ ...run, ...(options.ferryEnv === undefined ? {} : { ferryEnv: options.ferryEnv }) });
+    const ferry = await measureFerryCopy({
+      ...run,
+      ...profileOf(options),
+      ...(options.ferryEnv === undefined ? {} : { ferryEnv: options.ferryEnv }),
+    });
     print(`  start → canCommit ${describeMeasurement(ferry)}`);
     return { collections, indexes: collections * (indexesPerCollection + 1), ferry };
   } finally {
@@ -285,6 +301,11 @@ async function measureSweep(
   }
 }
 
+/** Where Ferry's CPU profiles go, as `measureFerryCopy` takes it. */
+function profileOf(options: ScaleBenchmarkOptions): { ferryCpuProfileDir?: string } {
+  return options.cpuProf === undefined ? {} : { ferryCpuProfileDir: options.cpuProf };
+}
+
 /** `--sizes`/`--namespaces`: a comma-separated list, or `none`. */
 function listOrNone(value: string): number[] {
   if (value.trim() === 'none') return [];
@@ -308,6 +329,7 @@ async function main(argv: string[]): Promise<void> {
     .option('--sweepCopyWorkers <list>', 'concurrency sweep: --copyWorkers values, comma-separated', listOrNone, [])
     .option('--sweepBatchBytesMB <list>', 'concurrency sweep: --batchBytes values, MiB, comma-separated', listOrNone, [])
     .option('--sweepSizeMB <n>', 'size of the sweep source, MiB', positiveInteger, 200)
+    .option('--cpuProf <dir>', "write CPU profiles of Ferry's threads here (node --cpu-prof)")
     .option('--baseline', 'also measure the baseline copier at each size', false)
     .option('--out <dir>', 'directory of scale.json', DEFAULT_RESULTS_DIR)
     .parse(argv)

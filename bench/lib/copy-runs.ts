@@ -332,7 +332,8 @@ export function measureFerryCopy(options: CopyRunOptions): Promise<CopyMeasureme
     const id = destination.shards.length > 0 ? [] : ['--id', 'bench-copy'];
     const flags = ['--cluster0', source.uri, '--cluster1', destination.uri, ...id, ...(options.ferryFlags ?? [])];
     const sharding = destination.shards.length === 0 ? {} : { sharding: await shardingFor(source.uri, options.workload) };
-    const ferry = await startFerry(flags, options.ferryEnv ?? {}, undefined, nodeArgs);
+    // With profiles, Ferry's log is kept beside them (its phase lines say where the time went).
+    const ferry = await startFerry(flags, options.ferryEnv ?? {}, options.ferryCpuProfileDir, nodeArgs);
     let measured = false;
     try {
       const result = await measureCopy('ferry', ferry.child.pid!, options, destination, async () => {
@@ -351,7 +352,7 @@ export function measureFerryCopy(options: CopyRunOptions): Promise<CopyMeasureme
       sampler.forget('ferry');
       await ferry.stop();
       // Its log is only worth keeping when something went wrong.
-      if (measured) await rm(dirname(ferry.logFile), { recursive: true, force: true });
+      if (measured && options.ferryCpuProfileDir === undefined) await rm(dirname(ferry.logFile), { recursive: true, force: true });
     }
   });
 }

@@ -249,6 +249,12 @@ export async function collectionEntryAt(client: MongoClient, ns: Namespace): Pro
   return { value: entry === undefined ? undefined : toCollectionEntry(entry), ...(read.time === undefined ? {} : { time: read.time }) };
 }
 
+/** `listCollections` of a whole database, with the time of the read (one read for many namespaces' checks). */
+export async function listCollectionEntriesAt(client: MongoClient, db: string): Promise<TimedRead<CollectionEntry[]>> {
+  const read = await readCatalogCursor(client, db, { listCollections: 1, nameOnly: false, cursor: {} });
+  return { value: read.value.map(toCollectionEntry), ...(read.time === undefined ? {} : { time: read.time }) };
+}
+
 /** `listIndexes` of a collection (undefined when it does not exist any more), with the time of the read. */
 export async function indexSpecsAt(client: MongoClient, ns: Namespace): Promise<TimedRead<Document[] | undefined>> {
   try {

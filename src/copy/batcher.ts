@@ -10,6 +10,7 @@
  * worker fills the same few buffers all along.
  */
 import { MAX_MESSAGE_BYTES, MAX_WRITE_BATCH_SIZE } from '../domain/constants.js';
+import { readInt32LE } from '../bson/scan.js';
 import { BatchBuffers } from './batch-buffers.js';
 
 /** Limits of one write batch. */
@@ -96,6 +97,45 @@ export class Batcher {
     this.#lastStart = this.#used;
     this.#used += size;
     this.#count++;
+  }
+
+  /**
+   * Adds documents `starts[from]`, `starts[from + 1]`... of `source` while they fit, and returns
+   * the index of the first one left out (`starts.length` when all went in: a full batch is
+   * flushed, then the rest added). `source` is a read reply the caller owns and is done with once
+   * this returns: the documents are first moved together inside it, over the array element
+   * headers between them (`copyWithin`, no allocation), then copied into the batch in one piece,
+   * instead of one allocating copy per document.
+   */
+  addDocuments(source: Uint8Array, starts: readonly number[], from: number): number {
+    const { maxBytes, maxDocuments } = this.#limits;
+    const runStart = starts[from];
+    if (runStart === undefined) return from;
+    let used = this.#used;
+    let count = this.#count;
+    let lastStart = this.#lastStart;
+    let write = runStart;
+    let next = from;
+    for (; next < starts.length; next++) {
+      const start = starts[next]!;
+      const size = readInt32LE(source, start);
+      if (count > 0 && (used + size > maxBytes || count >= maxDocuments)) break;
+      if (write !== start) source.copyWithin(write, start, start + size);
+      lastStart = used;
+      used += size;
+      count++;
+      write += size;
+    }
+    const bytes = write - runStart;
+    if (bytes > 0) {
+      // An empty batch takes any first document, however large (see `add`).
+      this.#buffer ??= this.#buffers.acquire(SECTION_ROOM_BYTES + Math.max(bytes, maxBytes));
+      copyBytes(source, runStart, bytes, this.#buffer, SECTION_ROOM_BYTES + this.#used);
+    }
+    this.#used = used;
+    this.#count = count;
+    this.#lastStart = lastStart;
+    return next;
   }
 
   /** Returns the batch being filled (undefined when empty) and starts a new one. */

@@ -36,6 +36,8 @@ interface NamespaceCopy {
   recordedBytes: number;
   /** Slots of this collection's partitions running now. */
   running: Set<number>;
+  /** Its progress figures while none of its partitions runs (cleared when one starts). */
+  figures?: NamespaceProgress;
 }
 
 export class InitialCopy implements Phase {
@@ -55,6 +57,8 @@ export class InitialCopy implements Phase {
   #running: Promise<PhaseOutcome> | undefined;
   /** Per collection, in namespace order; empty until the partition table is read. */
   #byNamespace = new Map<string, NamespaceCopy>();
+  /** The figures last made of `#byNamespace` (reused while no copy runs). */
+  #figures: { of: Map<string, NamespaceCopy>; list: NamespaceProgress[] } | undefined;
   /** Live settings handed over since the run began (SIGHUP), for the next copy run too. */
   #settings: SyncSettings;
 
@@ -98,19 +102,34 @@ export class InitialCopy implements Phase {
     this.#byNamespace = byNamespace;
   }
 
-  /** The copy of each collection; bytes of running partitions read from their shared slots. */
+  /**
+   * The copy of each collection; bytes of running partitions read from their shared slots. A
+   * collection with no partition running keeps its figures until one of its partitions starts or
+   * ends (progress is asked for often, and a sync may have thousands of collections).
+   */
   #namespaceFigures(): NamespaceProgress[] {
+    // No copy running: nothing changes until the table is read again.
+    if (this.#scheduler === undefined && this.#figures?.of === this.#byNamespace) return this.#figures.list;
     const live = this.#live;
-    return [...this.#byNamespace].map(([namespace, entry]) => {
+    const figures: NamespaceProgress[] = [];
+    for (const [namespace, entry] of this.#byNamespace) {
+      if (entry.figures !== undefined && entry.running.size === 0) {
+        figures.push(entry.figures);
+        continue;
+      }
       let copied = entry.recordedBytes;
       if (live !== undefined) for (const slot of entry.running) copied += live.slotBytes(slot);
-      return {
+      const current: NamespaceProgress = {
         namespace,
         estimatedTotalBytes: Math.max(entry.sourceBytes, copied),
         estimatedCopiedBytes: copied,
         partitions: { total: entry.total, done: entry.done, inProgress: entry.running.size },
       };
-    });
+      entry.figures = entry.running.size === 0 ? current : undefined;
+      figures.push(current);
+    }
+    this.#figures = { of: this.#byNamespace, list: figures };
+    return figures;
   }
 
   start(): Promise<PhaseOutcome> {
@@ -231,14 +250,25 @@ export class InitialCopy implements Phase {
       cappedNamespaces,
       histograms,
       logger,
-      onPartitionStart: (row, slot) => this.#byNamespace.get(row.key.ns)?.running.add(slot),
+      onPartitionStart: (row, slot) => {
+        const entry = this.#byNamespace.get(row.key.ns);
+        if (entry === undefined) return;
+        entry.running.add(slot);
+        entry.figures = undefined;
+      },
       onPartitionDone: (row, outcome) => {
         const entry = this.#byNamespace.get(row.key.ns);
         if (entry === undefined) return;
         entry.done++;
         entry.recordedBytes += outcome.copiedBytes - row.copiedBytes;
+        entry.figures = undefined;
       },
-      onPartitionEnd: (row, slot) => this.#byNamespace.get(row.key.ns)?.running.delete(slot),
+      onPartitionEnd: (row, slot) => {
+        const entry = this.#byNamespace.get(row.key.ns);
+        if (entry === undefined) return;
+        entry.running.delete(slot);
+        entry.figures = undefined;
+      },
     });
     this.#scheduler = scheduler;
     let finished = false;
@@ -261,6 +291,7 @@ export class InitialCopy implements Phase {
       return result;
     } finally {
       this.#scheduler = undefined;
+      this.#figures = undefined;
       this.#copied = { bytes: pool.counters.bytes, documents: pool.counters.documents };
       // Stopped: what this run copied stays counted until the next run reads the table again.
       if (!finished) this.#recordedBytes += this.#copied.bytes;

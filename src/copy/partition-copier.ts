@@ -30,7 +30,7 @@ import type { HistogramRecorder } from '../metrics/samples.js';
 import { partitionFindOptions } from '../plan/partitions.js';
 import { BatchBuffers } from './batch-buffers.js';
 import { Batcher, batchLimits, SECTION_ROOM_BYTES, type BatchLimits, type RawBatch } from './batcher.js';
-import { documentSize, RawCursor } from '../cluster/raw-cursor.js';
+import { RawCursor } from '../cluster/raw-cursor.js';
 import { RETRY_POLICY, retryDelay, sleep } from '../cluster/retry.js';
 import type { SharedCounters, StopFlag } from './shared-state.js';
 import { Watermark, type BatchMark } from './watermark.js';
@@ -220,16 +220,17 @@ class PartitionRun {
         if (reply === undefined) break;
         histograms.record('copyReadLatencyMs', performance.now() - started);
         const { buffer, starts } = reply;
-        for (const start of starts) {
-          if (skipResumePoint) {
-            skipResumePoint = false;
-            // The range restarts at the checkpoint's `_id` (inclusive): that document is written.
-            if (compareBsonValues(readId(buffer, start), resumeAfter) === 0) continue;
-          }
-          const size = documentSize(buffer, start);
+        let next = 0;
+        if (skipResumePoint && starts.length > 0) {
+          skipResumePoint = false;
+          // The range restarts at the checkpoint's `_id` (inclusive): that document is written.
+          if (compareBsonValues(readId(buffer, starts[0]!), resumeAfter) === 0) next = 1;
+        }
+        // The reply is this loop's alone (nothing else reads it once its documents are batched).
+        while (next < starts.length) {
+          next = batcher.addDocuments(buffer, starts, next);
           // The full batch goes out before the next one takes a buffer (see BatchBuffers).
-          if (!batcher.fits(size)) await this.#issue(batcher.flush()!);
-          batcher.add(buffer, start, size);
+          if (next < starts.length) await this.#issue(batcher.flush()!);
         }
       }
       if (!stopped) {

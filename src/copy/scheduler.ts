@@ -20,6 +20,17 @@ import type { CopyPool } from './pool.js';
 import { PartitionCopyFailed } from '../errors/errors.js';
 import type { CopySettings, WritePath } from '../config/settings.js';
 import type { HistogramSet } from '../metrics/histograms.js';
+import { COUNTER_SLOTS } from './shared-state.js';
+
+/**
+ * A partition estimated smaller than one write batch (a small collection's only partition) is
+ * copied in a read and a write, and waits on round trips far more than it loads the clusters:
+ * while such partitions come next, this many times `--copyWorkers` run at once (thousands of
+ * small collections are copied several times faster). Each holds less than one batch (and
+ * touches one buffer), where a large partition holds `batchesInFlight` + 1 of them, so the bytes
+ * in flight stay within about what `--copyWorkers` large partitions hold.
+ */
+export const SMALL_PARTITION_LANES = 4;
 
 export interface SchedulerOptions {
   pool: CopyPool;
@@ -91,9 +102,18 @@ export class CopyScheduler {
     return this.#stopping ? 'stopped' : 'done';
   }
 
-  /** Starts lanes until `#wanted` run (or nothing is left to start). */
+  /**
+   * Lanes wanted for `next`: `--copyWorkers`, or `SMALL_PARTITION_LANES` times as many while the
+   * partitions are small (see there).
+   */
+  #lanesFor(next: PartitionRow | undefined): number {
+    const small = next !== undefined && next.estimatedBytes < this.#settings.batchBytes;
+    return Math.min(COUNTER_SLOTS, this.#wanted * (small ? SMALL_PARTITION_LANES : 1));
+  }
+
+  /** Starts lanes until as many run as the next partition wants (or nothing is left to start). */
   #fill(): void {
-    while (this.#active < this.#wanted && this.#queue.length > 0 && !this.#stopping) {
+    while (this.#active < this.#lanesFor(this.#queue[0]) && this.#queue.length > 0 && !this.#stopping) {
       this.#active++;
       const lane: Promise<void> = this.#lane().finally(() => this.#lanes.delete(lane));
       this.#lanes.add(lane);
@@ -106,7 +126,12 @@ export class CopyScheduler {
     while (this.#busySlots.has(slot)) slot++;
     this.#busySlots.add(slot);
     try {
-      for (let row = this.#queue.shift(); row !== undefined && !this.#stopping; row = this.#queue.shift()) {
+      while (this.#queue.length > 0 && !this.#stopping) {
+        // Fewer lanes wanted (retune, or small partitions over): this one ends before taking another.
+        if (this.#active > this.#lanesFor(this.#queue[0])) return;
+        const row = this.#queue.shift()!;
+        // More lanes wanted for what comes next (small partitions): they start now (each takes its row at once).
+        this.#fill();
         try {
           await this.#copy(row, slot);
         } catch (error) {
@@ -118,8 +143,6 @@ export class CopyScheduler {
         } finally {
           this.#options.onPartitionEnd?.(row, slot);
         }
-        // Fewer lanes wanted (retune): this one ends once its partition is done.
-        if (this.#stopping || this.#active > this.#wanted) return;
       }
     } finally {
       this.#active--;

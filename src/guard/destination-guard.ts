@@ -112,7 +112,11 @@ export class DestinationGuard {
     const known = await this.#known.read(changed);
     const names = await this.#records.created();
     const byDatabase = new Map<string, typeof names>();
-    for (const name of names) byDatabase.set(name.db, [...(byDatabase.get(name.db) ?? []), name]);
+    for (const name of names) {
+      const inDatabase = byDatabase.get(name.db);
+      if (inDatabase === undefined) byDatabase.set(name.db, [name]);
+      else inDatabase.push(name);
+    }
     const problems: string[] = [];
     const seen = new Map<string, string>();
     // Names of Ferry's own changes that the destination and the records do not agree on yet (a

@@ -10,6 +10,7 @@
  */
 import type { Binary } from 'bson';
 import { InstanceCollection, storedNumber, TYPE_FAITHFUL_READ, type MetadataStore } from './store.js';
+import { GroupedWrites } from './grouped-writes.js';
 
 export type PartitionStatus = 'not started' | 'in progress' | 'done';
 
@@ -105,8 +106,12 @@ function toRow(doc: PartitionDocument): PartitionRow {
 }
 
 export class PartitionTable extends InstanceCollection<PartitionDocument> {
+  /** `start` and `finish` of partitions copied at once share round trips (grouped-writes.ts). */
+  readonly #grouped: GroupedWrites<PartitionDocument>;
+
   constructor(store: MetadataStore) {
     super(store, 'partitions');
+    this.#grouped = new GroupedWrites(this.collection);
   }
 
   /**
@@ -179,10 +184,12 @@ export class PartitionTable extends InstanceCollection<PartitionDocument> {
   async start(row: PartitionRow): Promise<void> {
     const attempt: PartitionAttempt = { startedAt: new Date(), copiedDocsBefore: row.copiedDocs };
     if (row.lastId !== undefined) attempt.resumedAfter = row.lastId;
-    await this.collection.updateOne(
-      { _id: row.key },
-      { $set: { status: 'in progress', updatedAt: attempt.startedAt }, $inc: { attempts: 1 }, $push: { attemptLog: attempt } },
-    );
+    await this.#grouped.write({
+      updateOne: {
+        filter: { _id: row.key },
+        update: { $set: { status: 'in progress', updatedAt: attempt.startedAt }, $inc: { attempts: 1 }, $push: { attemptLog: attempt } },
+      },
+    });
   }
 
   /** Records the in-order position reached: every document up to `lastId` is written. */
@@ -193,7 +200,9 @@ export class PartitionTable extends InstanceCollection<PartitionDocument> {
   /** Marks a partition done with its final position (no `lastId` when the range was empty). */
   async finish(key: PartitionKey, position: { lastId?: string; copiedDocs: number; copiedBytes: number }): Promise<void> {
     const now = new Date();
-    await this.collection.updateOne({ _id: key }, { $set: { ...position, status: 'done', updatedAt: now, finishedAt: now } });
+    await this.#grouped.write({
+      updateOne: { filter: { _id: key }, update: { $set: { ...position, status: 'done', updatedAt: now, finishedAt: now } } },
+    });
   }
 }
 

@@ -12,7 +12,7 @@
  * refusal is the documents' own and fails the build by its name.
  */
 import type { MongoClient } from 'mongodb';
-import { INDEX_BUILD_PARALLELISM } from '../config/settings.js';
+import { INDEX_BUILD_PARALLELISM, PLANNING_CHUNK } from '../config/settings.js';
 import { namespaceOf } from '../domain/namespaces.js';
 import type { SyncSnapshot } from '../domain/sync-control.js';
 import type { Logger } from '../log/logger.js';
@@ -104,15 +104,25 @@ export async function buildPendingIndexes(
     await afterChangeEvents();
     if (stopping()) return false;
   }
-  await forEachBounded(pending, INDEX_BUILD_PARALLELISM, async (record) => {
-    if (stopping()) return;
-    const built = await buildCollectionIndexes(destination, record, logger, stopping, afterChangeEvents);
-    if (built === undefined) return;
-    await namespaces.markDone(record, 'indexesBuilt');
-    if (built > 0) {
-      progress.built(built);
-      logger.debug({ ns: namespaceOf(record), indexes: built }, 'Indexes built');
-    }
-  });
+  // Builds are recorded a chunk at a time (one write per chunk, not per collection): a crash
+  // builds at most one chunk again, and `createIndexes` of indexes that exist is a no-op.
+  for (let at = 0; at < pending.length && !stopping(); at += PLANNING_CHUNK) {
+    const done: NamespaceRecord[] = [];
+    await forEachBounded(pending.slice(at, at + PLANNING_CHUNK), INDEX_BUILD_PARALLELISM, async (record) => {
+      if (stopping()) return;
+      const built = await buildCollectionIndexes(destination, record, logger, stopping, afterChangeEvents);
+      if (built === undefined) return;
+      done.push(record);
+      if (built > 0) {
+        progress.built(built);
+        logger.debug({ ns: namespaceOf(record), indexes: built }, 'Indexes built');
+      }
+    }).finally(() =>
+      namespaces.markManyDone(
+        done.map((record) => ({ record })),
+        'indexesBuilt',
+      ),
+    );
+  }
   return !stopping();
 }

@@ -17,7 +17,7 @@ import { compareBsonValues } from '../bson/index.js';
 import {
   collectionEntryAt,
   indexSpecsAt,
-  listCollectionEntries,
+  listCollectionEntriesAt,
   listDatabaseNames,
   type CollectionEntry,
   type TimedRead,
@@ -115,10 +115,17 @@ export interface NamespaceCheck {
   destinationTime?: Timestamp;
 }
 
+/** A namespace's `listCollections` entry on each cluster as already read (`selectedNamespaces`), with the time of that read. */
+export interface ListedEntries {
+  source: TimedRead<CollectionEntry | undefined>;
+  destination: TimedRead<CollectionEntry | undefined>;
+}
+
 /**
  * Compares one namespace's definition on the two clusters (see the module comment), reading each
  * cluster's time with it: one difference proves nothing while the destination trails the source
- * (the verifier confirms it, catalog-rechecks.ts).
+ * (the verifier confirms it, catalog-rechecks.ts). `listed`: the entries a listing of the whole
+ * catalog read (with its times), instead of one `listCollections` per cluster for this namespace.
  */
 export async function checkNamespace(
   source: MongoClient,
@@ -126,6 +133,7 @@ export async function checkNamespace(
   ns: Namespace,
   request: StartRequest,
   form: CatalogForm,
+  listed?: ListedEntries,
 ): Promise<NamespaceCheck> {
   const check: NamespaceCheck = { differences: [] };
   const timed = async <T>(side: 'sourceTime' | 'destinationTime', read: Promise<TimedRead<T>>): Promise<T> => {
@@ -137,8 +145,8 @@ export async function checkNamespace(
   const name = namespaceOf(ns);
   const differences = check.differences;
   const [onSource, onDestination] = await Promise.all([
-    timed('sourceTime', collectionEntryAt(source, ns)),
-    timed('destinationTime', collectionEntryAt(destination, ns)),
+    timed('sourceTime', listed === undefined ? collectionEntryAt(source, ns) : Promise.resolve(listed.source)),
+    timed('destinationTime', listed === undefined ? collectionEntryAt(destination, ns) : Promise.resolve(listed.destination)),
   ]);
   if (onSource === undefined && onDestination === undefined) return check;
   if (onSource === undefined) {
@@ -197,17 +205,38 @@ export async function checkNamespace(
   return check;
 }
 
+/** A namespace `selectedNamespaces` found, with the time of the listing that found it. */
+export type SelectedNamespace = CollectionEntry & Namespace & { listedAt?: Timestamp };
+
 /** Every namespace `selector` picks on a cluster (collections and views), by `db.coll`. */
-export async function selectedNamespaces(
-  client: MongoClient,
-  selector: NamespaceSelector,
-): Promise<Map<string, CollectionEntry & Namespace>> {
-  const found = new Map<string, CollectionEntry & Namespace>();
+export async function selectedNamespaces(client: MongoClient, selector: NamespaceSelector): Promise<Map<string, SelectedNamespace>> {
+  const found = new Map<string, SelectedNamespace>();
   for (const db of (await listDatabaseNames(client)).filter((name) => selector.selectsDatabase(name))) {
-    for (const entry of await listCollectionEntries(client.db(db))) {
+    const { value: entries, time } = await listCollectionEntriesAt(client, db);
+    for (const entry of entries) {
       if (!selector.selects(db, entry.name) || (entry.type !== 'collection' && entry.type !== 'view')) continue;
-      found.set(`${db}.${entry.name}`, { ...entry, db, coll: entry.name });
+      found.set(`${db}.${entry.name}`, { ...entry, db, coll: entry.name, ...(time === undefined ? {} : { listedAt: time }) });
     }
   }
   return found;
+}
+
+/**
+ * What two listings (`selectedNamespaces` of each cluster) say of one namespace, as `checkNamespace`
+ * takes it. A namespace absent from a listing is absent as of that database's listing, whose time
+ * is not known here: the check then reads it itself (undefined).
+ */
+export function listedEntries(
+  name: string,
+  onSource: ReadonlyMap<string, SelectedNamespace>,
+  onDestination: ReadonlyMap<string, SelectedNamespace>,
+): ListedEntries | undefined {
+  const source = onSource.get(name);
+  const destination = onDestination.get(name);
+  if (source === undefined || destination === undefined) return undefined;
+  const timed = (entry: SelectedNamespace): TimedRead<CollectionEntry> => {
+    const { db: _db, coll: _coll, listedAt, ...listed } = entry;
+    return { value: listed, ...(listedAt === undefined ? {} : { time: listedAt }) };
+  };
+  return { source: timed(source), destination: timed(destination) };
 }

@@ -63,6 +63,12 @@ export class CatalogRecheckStore extends InstanceCollection<CatalogRecheckDocume
     return { instance: this.instance, ns };
   }
 
+  /** The namespaces whose differences wait for a second check (`db.coll`). */
+  async names(): Promise<Set<string>> {
+    const docs = await this.collection.find({ instance: this.instance }, { projection: { ns: 1 } }).toArray();
+    return new Set(docs.map((doc) => doc.ns));
+  }
+
   async get(ns: string): Promise<CatalogRecheck | undefined> {
     const doc = await this.collection.findOne({ _id: this.#key(ns) });
     if (doc === null) return undefined;

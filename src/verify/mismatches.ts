@@ -75,6 +75,12 @@ export class MismatchStore extends InstanceCollection<MismatchDocument> {
     return known.map((doc) => ({ ns: doc.ns, id: doc.id! }));
   }
 
+  /** The namespaces with namespace-level differences recorded (`db.coll`). */
+  async namespaceLevelNames(): Promise<Set<string>> {
+    const docs = await this.collection.find({ instance: this.instance, id: { $exists: false } }, { projection: { ns: 1 } }).toArray();
+    return new Set(docs.map((doc) => doc.ns));
+  }
+
   /** Forgets the namespace-level differences of `ns` whose subject is not in `keep`. */
   async resolveNamespaceLevel(ns: string, keep: readonly string[]): Promise<number> {
     const result = await this.collection.deleteMany({

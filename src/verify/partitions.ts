@@ -10,6 +10,7 @@
  */
 import { namespaceOf, type Namespace } from '../domain/namespaces.js';
 import type { PlannedPartition } from '../meta/partitions.js';
+import { GroupedWrites } from '../meta/grouped-writes.js';
 import { InstanceCollection, storedNumber, TYPE_FAITHFUL_READ, type MetadataStore } from '../meta/store.js';
 import type { SideCount } from './compare-range.js';
 
@@ -76,8 +77,12 @@ export interface RangeSummary {
 }
 
 export class VerificationPartitions extends InstanceCollection<RangeDocument> {
+  /** Progress of ranges compared at once shares round trips (grouped-writes.ts). */
+  readonly #grouped: GroupedWrites<RangeDocument>;
+
   constructor(store: MetadataStore) {
     super(store, 'verificationPartitions');
+    this.#grouped = new GroupedWrites(this.collection);
   }
 
   /** Replaces the ranges of one collection with a fresh plan (a delete that scans the table: one collection's replan). */
@@ -92,24 +97,30 @@ export class VerificationPartitions extends InstanceCollection<RangeDocument> {
    * table, made planning grow with the square of the collections.
    */
   async addPlan(ns: Namespace, planned: readonly PlannedPartition[]): Promise<void> {
-    const name = namespaceOf(ns);
+    await this.addPlans([{ ns, partitions: planned }]);
+  }
+
+  /** `addPlan` of several collections in one insert. */
+  async addPlans(plans: readonly { ns: Namespace; partitions: readonly PlannedPartition[] }[]): Promise<void> {
     const instance = this.instance;
     const now = new Date();
-    const docs = planned.map((range, index): RangeDocument => ({
-      _id: { instance, ns: name, index },
-      instance,
-      db: ns.db,
-      coll: ns.coll,
-      min: range.min,
-      max: range.max,
-      status: 'not started',
-      source: { documents: 0, bytes: 0 },
-      destination: { documents: 0, bytes: 0 },
-      differences: 0,
-      estimatedCount: range.estimatedCount,
-      estimatedBytes: range.estimatedBytes,
-      updatedAt: now,
-    }));
+    const docs = plans.flatMap(({ ns, partitions }) =>
+      partitions.map((range, index): RangeDocument => ({
+        _id: { instance, ns: namespaceOf(ns), index },
+        instance,
+        db: ns.db,
+        coll: ns.coll,
+        min: range.min,
+        max: range.max,
+        status: 'not started',
+        source: { documents: 0, bytes: 0 },
+        destination: { documents: 0, bytes: 0 },
+        differences: 0,
+        estimatedCount: range.estimatedCount,
+        estimatedBytes: range.estimatedBytes,
+        updatedAt: now,
+      })),
+    );
     if (docs.length > 0) await this.collection.insertMany(docs, { ordered: false });
   }
 
@@ -133,22 +144,33 @@ export class VerificationPartitions extends InstanceCollection<RangeDocument> {
     return docs.map((doc) => toRow(doc as RangeDocument)).sort(byRange);
   }
 
+  /** Reads only the fields it adds up (progress asks for it often, and tables of many collections are long). */
   async summary(): Promise<RangeSummary> {
-    const rows = await this.list();
-    const byNamespace = new Map<string, boolean>();
-    for (const row of rows) byNamespace.set(row.key.ns, (byNamespace.get(row.key.ns) ?? true) && row.status === 'done');
-    const add = (side: 'source' | 'destination'): SideCount => ({
-      documents: rows.reduce((sum, row) => sum + row[side].documents, 0),
-      bytes: rows.reduce((sum, row) => sum + row[side].bytes, 0),
-    });
-    return {
-      total: rows.length,
-      done: rows.filter((row) => row.status === 'done').length,
-      collections: byNamespace.size,
-      scannedCollections: [...byNamespace.values()].filter(Boolean).length,
-      source: add('source'),
-      destination: add('destination'),
+    const docs = await this.collection
+      .find({ instance: this.instance }, { projection: { _id: 1, status: 1, source: 1, destination: 1 }, ...TYPE_FAITHFUL_READ })
+      .toArray();
+    const summary: RangeSummary = {
+      total: docs.length,
+      done: 0,
+      collections: 0,
+      scannedCollections: 0,
+      source: { documents: 0, bytes: 0 },
+      destination: { documents: 0, bytes: 0 },
     };
+    const byNamespace = new Map<string, boolean>();
+    for (const doc of docs) {
+      const done = doc.status === 'done';
+      if (done) summary.done++;
+      byNamespace.set(doc._id.ns, (byNamespace.get(doc._id.ns) ?? true) && done);
+      for (const side of ['source', 'destination'] as const) {
+        const counted = count(doc[side]);
+        summary[side].documents += counted.documents;
+        summary[side].bytes += counted.bytes;
+      }
+    }
+    summary.collections = byNamespace.size;
+    for (const scanned of byNamespace.values()) if (scanned) summary.scannedCollections++;
+    return summary;
   }
 
   /** Records how far a range is compared: `after` and the counts so far, and whether it is done. */
@@ -166,7 +188,7 @@ export class VerificationPartitions extends InstanceCollection<RangeDocument> {
     };
     if (progress.after !== undefined) set.after = progress.after;
     if (progress.done) set.finishedAt = now;
-    await this.collection.updateOne({ _id: key }, { $set: set });
+    await this.#grouped.write({ updateOne: { filter: { _id: key }, update: { $set: set } } });
   }
 
   /** Marks every range of a namespace done without reading it (the namespace is reported whole, e.g. missing). */

@@ -45,12 +45,20 @@ import { ChangeStreamCheckpoints } from '../meta/change-stream.js';
 import { CommitRecord } from '../meta/commit.js';
 import { unpackValue } from '../meta/store.js';
 import type { PhaseOutcome, PhaseStatus, SyncContext, VerificationPhase } from '../phase/contract.js';
-import { PLANNING_PARALLELISM } from '../config/settings.js';
+import { PLANNING_CHUNK, PLANNING_PARALLELISM } from '../config/settings.js';
+import type { PlannedPartition } from '../meta/partitions.js';
 import { planCollectionCopy } from '../plan/copy-plan.js';
 import { forEachBounded } from '../plan/for-each-bounded.js';
 import { readCollectionStats } from '../plan/partitions.js';
 import { selectorFor, type NamespaceSelector } from '../plan/namespaces.js';
-import { checkNamespace, selectedNamespaces, type CatalogForm, type NamespaceCheck } from './catalog-check.js';
+import {
+  checkNamespace,
+  listedEntries,
+  selectedNamespaces,
+  type CatalogForm,
+  type ListedEntries,
+  type NamespaceCheck,
+} from './catalog-check.js';
 import { CatalogRecheckStore, settleDefinitions } from './catalog-rechecks.js';
 import type { RangeOutcome } from './compare-range.js';
 import { documentMismatch, mismatchLine, MismatchStore } from './mismatches.js';
@@ -107,6 +115,13 @@ export class Verifier implements VerificationPhase {
   /** The check of each namespace under way: one at a time per namespace (each replaces what the last left waiting). */
   readonly #catalogChecks = new Map<string, Promise<unknown>>();
   readonly #queue: RecheckQueue;
+  /**
+   * While the plan checks every namespace: the namespaces whose definition differences wait for a
+   * second check, and those with such differences recorded, read once for all the plan's checks.
+   * Only catalog checks write either, and each adds its namespace here before it writes: a name
+   * not here has none.
+   */
+  #planReads: { waiting: Set<string>; mismatched: Set<string> } | undefined;
   #record: VerificationDocument | undefined;
   #syncPhase: SyncPhase;
   #stopping = false;
@@ -473,20 +488,35 @@ export class Verifier implements VerificationPhase {
     const collections = [...onSource].filter(([, entry]) => entry.type === 'collection');
     // What an interrupted plan left is cleared once; then each collection's ranges are only added.
     await this.#partitions.deleteAll();
-    // Measuring and sampling wait on the clusters: several collections at once, as planning does.
-    await forEachBounded(collections, PLANNING_PARALLELISM, async ([name, entry]) => {
-      this.#checkStopping();
-      const plan = await planCollectionCopy(source.client.db(entry.db).collection(entry.coll), entry.options, settings.partitionBytes);
-      await this.#partitions.addPlan(entry, plan.partitions);
-      estimated.source += plan.stats.count;
-      if (onDestination.get(name)?.type === 'collection') {
-        estimated.destination += (await readCollectionStats(destination.client.db(entry.db).collection(entry.coll))).count;
-      }
-    });
+    // Measuring and sampling wait on the clusters: several collections at once, as planning does,
+    // and their ranges written a chunk at a time (the plan counts once `markPlanned` says so: a
+    // restart plans again from scratch).
+    for (let at = 0; at < collections.length; at += PLANNING_CHUNK) {
+      const plans: { ns: Namespace; partitions: PlannedPartition[] }[] = [];
+      await forEachBounded(collections.slice(at, at + PLANNING_CHUNK), PLANNING_PARALLELISM, async ([name, entry]) => {
+        this.#checkStopping();
+        const plan = await planCollectionCopy(source.client.db(entry.db).collection(entry.coll), entry.options, settings.partitionBytes);
+        plans.push({ ns: entry, partitions: plan.partitions });
+        estimated.source += plan.stats.count;
+        if (onDestination.get(name)?.type === 'collection') {
+          estimated.destination += (await readCollectionStats(destination.client.db(entry.db).collection(entry.coll))).count;
+        }
+      });
+      await this.#partitions.addPlans(plans);
+    }
+    // The listings just read serve the first check of each namespace on both clusters (with their
+    // times), and what waits for a second check or is recorded as a difference is read once for all.
     const names = [...new Set([...onSource.keys(), ...onDestination.keys()])];
-    await forEachBounded(names, PLANNING_PARALLELISM, async (name) => {
-      await this.#checkCatalog(splitNamespace(name));
-    });
+    const [waiting, mismatched] = await Promise.all([this.#catalogRechecks.names(), this.#mismatches.namespaceLevelNames()]);
+    await this.#readCommit();
+    this.#planReads = { waiting, mismatched };
+    try {
+      await forEachBounded(names, PLANNING_PARALLELISM, async (name) => {
+        await this.#checkCatalog(splitNamespace(name), listedEntries(name, onSource, onDestination));
+      });
+    } finally {
+      this.#planReads = undefined;
+    }
     await this.#state.markPlanned(estimated);
     this.#record = (await this.#state.read())!;
     await this.#refreshFigures();
@@ -503,9 +533,9 @@ export class Verifier implements VerificationPhase {
    * destination's characteristics (between "events applied" and "completed" it is half one form,
    * half the other): the final pass checks every namespace. False when it did not check.
    */
-  async #checkCatalog(ns: Namespace): Promise<boolean> {
+  async #checkCatalog(ns: Namespace, listed?: ListedEntries): Promise<boolean> {
     const name = namespaceOf(ns);
-    const check = (this.#catalogChecks.get(name) ?? Promise.resolve()).then(() => this.#checkCatalogNow(ns));
+    const check = (this.#catalogChecks.get(name) ?? Promise.resolve()).then(() => this.#checkCatalogNow(ns, listed));
     const settled = check.catch(() => undefined);
     this.#catalogChecks.set(name, settled);
     try {
@@ -515,22 +545,29 @@ export class Verifier implements VerificationPhase {
     }
   }
 
-  async #checkCatalogNow(ns: Namespace): Promise<boolean> {
+  async #checkCatalogNow(ns: Namespace, listed?: ListedEntries): Promise<boolean> {
     const { source, destination, request, logger } = this.#context;
-    const commit = await this.#readCommit();
+    // The plan's first checks (`listed`) take the commit as last read (the checkpoint loop reads
+    // it every second): a first check records nothing by itself, and a second check confirms.
+    const known = listed === undefined ? undefined : this.#planReads;
+    const commit = known === undefined ? await this.#readCommit() : this.#commit;
     if (commit.applied && !commit.completed) return false;
     const name = namespaceOf(ns);
     // Applied before this check reads (once the commit is complete, all that ever will be).
     const applied = commit.completed ? LAST_TIME : this.#applied;
-    const waiting = await this.#catalogRechecks.get(name);
-    const check = await checkNamespace(source.client, destination.client, ns, request, this.#form());
+    const waiting = known !== undefined && !known.waiting.has(name) ? undefined : await this.#catalogRechecks.get(name);
+    const check = await checkNamespace(source.client, destination.client, ns, request, this.#form(), listed);
     const settled = waiting !== undefined && !timeAfter(waiting.dueAt, applied) && (commit.completed || this.#streamsPast(name, check));
     const { confirmed, unconfirmed } = settleDefinitions(waiting, check.differences, settled);
-    const resolved = await this.#mismatches.resolveNamespaceLevel(
-      name,
-      check.differences.map((d) => d.subject),
-    );
+    const resolved =
+      known !== undefined && !known.mismatched.has(name)
+        ? 0
+        : await this.#mismatches.resolveNamespaceLevel(
+            name,
+            check.differences.map((d) => d.subject),
+          );
     for (const difference of confirmed) {
+      this.#planReads?.mismatched.add(name);
       const fresh = await this.#mismatches.record(name, { subject: difference.subject }, difference.kind, difference.detail);
       if (fresh)
         logger.error(
@@ -539,12 +576,16 @@ export class Verifier implements VerificationPhase {
         );
     }
     // After the confirmed are recorded (a crash in between checks them again), before the event or
-    // plan that caused this check is let go: a restart checks what waits again.
-    await this.#catalogRechecks.save({
-      ns: name,
-      differences: unconfirmed,
-      ...(check.sourceTime === undefined ? {} : { dueAt: check.sourceTime }),
-    });
+    // plan that caused this check is let go: a restart checks what waits again. Nothing waited and
+    // nothing waits now: there is nothing to forget.
+    if (waiting !== undefined || unconfirmed.length > 0) {
+      if (unconfirmed.length > 0) this.#planReads?.waiting.add(name);
+      await this.#catalogRechecks.save({
+        ns: name,
+        differences: unconfirmed,
+        ...(check.sourceTime === undefined ? {} : { dueAt: check.sourceTime }),
+      });
+    }
     if (resolved > 0 || confirmed.length > 0) await this.#refreshMismatches();
     // A namespace the destination lacks is one difference, not one per document.
     if (check.differences.some((d) => d.subject === 'namespace' && d.kind === 'missing')) await this.#partitions.skipNamespace(ns);

@@ -2,6 +2,8 @@
 // 1,000 and 10,000: too long for npm test): one point each, growth figures and the memory verdict.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { notPositive, readResult, resultsDir, runScript } from './run-script.js';
 
 describe('bench:scale', () => {
@@ -50,5 +52,24 @@ describe('bench:scale', () => {
     assert.equal(sweep.fastest.MBps, Math.max(...sweep.cells.map((cell: Record<string, number>) => cell.MBps)));
     assert.equal(sweep.cheapest.cpuSecondsPerGB, Math.min(...sweep.cells.map((cell: Record<string, number>) => cell.cpuSecondsPerGB)));
     assert.match(run.stdout, /copyWorkers 2 \| [\d.]+ \(/);
+    // Its chart: one bar per cell in each of the three panels, each labelled with the cell's figure.
+    const chart = readFileSync(join(out, 'sweep.svg'), 'utf8');
+    assert.match(chart, /^<svg xmlns="http:\/\/www\.w3\.org\/2000\/svg"[^]*<\/svg>\n$/);
+    for (const cell of sweep.cells) {
+      for (const figure of [cell.MBps, cell.cpuSecondsPerGB, cell.peakRssMB]) {
+        const label = figure >= 100 ? figure.toFixed(0) : figure >= 10 ? figure.toFixed(1) : figure.toFixed(2);
+        assert.ok(chart.includes(`>${label}</text>`), `the chart labels ${label}`);
+      }
+    }
+    assert.equal(
+      chart.match(/<rect [^>]*height="[\d.]+" fill="#/g)?.length,
+      3 * sweep.cells.length + 2,
+      'a bar per cell and panel, a swatch per copyWorkers',
+    );
+    // The chart is drawn again from the result file.
+    const redrawn = join(out, 'again.svg');
+    const redraw = await runScript('bench/sweep-chart.js', [join(out, 'scale.json'), '--out', redrawn]);
+    assert.equal(redraw.code, 0, redraw.stderr);
+    assert.match(readFileSync(redrawn, 'utf8'), /<svg[^]*copyWorkers 2[^]*<\/svg>/);
   });
 });

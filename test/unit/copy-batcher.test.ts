@@ -149,6 +149,69 @@ describe('Batcher', () => {
   });
 });
 
+/**
+ * Feeds documents through `addDocuments` as a cursor gives them: replies of `perReply` documents,
+ * each laid out as a BSON array's elements (a type byte and the index as a C string before each
+ * document). Returns every batch, as `batchAll` does.
+ */
+function batchReplies(sizes: number[], perReply: number, maxBytes: number, maxDocuments: number) {
+  const batcher = new Batcher({ maxBytes, maxDocuments });
+  const documents = sizes.map((size, i) => doc(size, i));
+  const batches: RawBatch[] = [];
+  for (let at = 0; at < documents.length; at += perReply) {
+    const parts: Uint8Array[] = [new Uint8Array(9)];
+    const starts: number[] = [];
+    let offset = 9;
+    documents.slice(at, at + perReply).forEach((document, i) => {
+      const header = Buffer.from(`\x03${i}\0`, 'latin1');
+      parts.push(header, document);
+      starts.push(offset + header.length);
+      offset += header.length + document.length;
+    });
+    const reply = Buffer.concat(parts);
+    let next = 0;
+    while (next < starts.length) {
+      next = batcher.addDocuments(reply, starts, next);
+      if (next < starts.length) batches.push(batcher.flush()!);
+    }
+  }
+  const last = batcher.flush();
+  if (last) batches.push(last);
+  return { batches, documents };
+}
+
+describe('Batcher.addDocuments (the documents of a reply moved together, then copied in one piece)', () => {
+  it('batches exactly as adding the documents one by one does, across replies (property)', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.integer({ min: 5, max: 3000 }), { maxLength: 200 }),
+        fc.integer({ min: 1, max: 50 }),
+        fc.integer({ min: 1, max: 5000 }),
+        fc.integer({ min: 1, max: 20 }),
+        (sizes, perReply, maxBytes, maxDocuments) => {
+          const byReplies = batchReplies(sizes, perReply, maxBytes, maxDocuments);
+          const oneByOne = batchAll(sizes, maxBytes, maxDocuments);
+          assert.deepEqual(byReplies.batches.flatMap(split), byReplies.documents);
+          assert.deepEqual(
+            byReplies.batches.map((batch) => [batch.count, batch.lastStart, Buffer.from(batch.bytes).toString('hex')]),
+            oneByOne.batches.map((batch) => [batch.count, batch.lastStart, Buffer.from(batch.bytes).toString('hex')]),
+          );
+        },
+      ),
+    );
+  });
+
+  it('takes nothing into a batch that is full, and a lone document larger than the limit into an empty one', () => {
+    const batcher = new Batcher({ maxBytes: 100, maxDocuments: 10 });
+    const reply = Buffer.concat([Buffer.from('\x030\0', 'latin1'), doc(80), Buffer.from('\x031\0', 'latin1'), doc(300, 1)]);
+    assert.equal(batcher.addDocuments(reply, [3, 86], 0), 1);
+    assert.equal(batcher.addDocuments(reply, [3, 86], 1), 1, 'the full batch takes nothing more');
+    assert.equal(batcher.flush()!.count, 1);
+    assert.equal(batcher.addDocuments(reply, [3, 86], 1), 2);
+    assert.equal(batcher.flush()!.bytes.byteLength, 300);
+  });
+});
+
 describe('BatchBuffers', () => {
   it('never hands out a buffer that is lent and not released, whatever the order of acquires and releases (property)', () => {
     fc.assert(

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { pino } from 'pino';
 import type { PartitionOutcome, PartitionTask } from '../../src/copy/partition-copier.js';
 import { copyThreads, type CopyPool } from '../../src/copy/pool.js';
-import { CopyScheduler } from '../../src/copy/scheduler.js';
+import { CopyScheduler, SMALL_PARTITION_LANES } from '../../src/copy/scheduler.js';
 import { SharedCounters, StopFlag } from '../../src/copy/shared-state.js';
 import type { Logger } from '../../src/log/logger.js';
 import type { PartitionRow, PartitionTable } from '../../src/meta/partitions.js';
@@ -21,7 +21,8 @@ function row(index: number, extra: Partial<PartitionRow> = {}): PartitionRow {
     order: 'id',
     min: `min${index}`,
     max: `max${index}`,
-    estimatedBytes: 100,
+    // Larger than one batch: the scheduler runs --copyWorkers of these at once.
+    estimatedBytes: 10_000,
     status: 'not started',
     copiedDocs: 0,
     copiedBytes: 0,
@@ -86,6 +87,28 @@ describe('CopyScheduler', () => {
       );
     }
     assert.equal(mostRunning(), 2);
+  });
+
+  it(`runs ${SMALL_PARTITION_LANES}× --copyWorkers at once while the partitions are smaller than a batch, and --copyWorkers again after`, async () => {
+    let running = 0;
+    const seen: { index: number; running: number }[] = [];
+    const { scheduler, mostRunning } = harness(2, async (task) => {
+      running++;
+      seen.push({ index: task.key.index, running });
+      await tick();
+      await tick();
+      running--;
+      return done(1);
+    });
+    const small = Array.from({ length: 20 }, (_, i) => row(i, { estimatedBytes: 100 }));
+    const large = Array.from({ length: 6 }, (_, i) => row(20 + i));
+    assert.equal(await scheduler.run([...small, ...large]), 'done');
+    assert.equal(mostRunning(), 2 * SMALL_PARTITION_LANES);
+    const whileLarge = seen.filter((entry) => entry.index >= 20);
+    assert.ok(
+      whileLarge.every((entry) => entry.running <= 2),
+      `large partitions ran at most 2 at once once the small ones were done: ${JSON.stringify(seen)}`,
+    );
   });
 
   it('hands a worker the checkpoint to resume after', async () => {

@@ -5,7 +5,8 @@
  * waits (REVERSING, progress names the instance missing) and nothing of the reversed sync is
  * written; once the other gets it, the reversed sync runs, each instance applying the change events
  * of one shard of the new source; writes during it, commit on both, and the original source equals
- * the destination. Also: to a destination with another number of shards, a reversible start of
+ * the destination. SIGKILL of the instance that waits for the other's reverse, and of the other
+ * right after it got reverse: each restarts and the reverse completes. Also: to a destination with another number of shards, a reversible start of
  * several instances is refused by name, nothing started.
  *
  * `FERRY_TEST_SHARDED_URI` and `FERRY_TEST_SHARDED_DEST_URI` point the clusters at real deployments
@@ -66,7 +67,10 @@ async function writes(client: MongoClient, tag: string): Promise<void> {
 describe('several instances: reverse', () => {
   const ferries: FerryProcess[] = [];
   const ferry = (destinationUri: string, id: string) =>
-    startFerry(['--cluster0', pair.sourceUri, '--cluster1', destinationUri, '--id', id], { FERRY_COMMIT_RETRY_INTERVAL_MS: '200' });
+    startFerry(['--cluster0', pair.sourceUri, '--cluster1', destinationUri, '--id', id], {
+      FERRY_COMMIT_RETRY_INTERVAL_MS: '200',
+      FERRY_LEASE_DURATION_MS: '3000',
+    });
 
   after(async () => {
     await Promise.all(ferries.map((each) => each.stop().catch(() => null)));
@@ -93,8 +97,8 @@ describe('several instances: reverse', () => {
   it('reverses once every instance got reverse, each applying one shard of the new source', async () => {
     const started = Date.now();
     const [first, second] = shards as [string, string];
-    const one = await ferry(pair.destinationUri, first);
-    const two = await ferry(pair.destinationUri, second);
+    let one = await ferry(pair.destinationUri, first);
+    let two = await ferry(pair.destinationUri, second);
     ferries.push(one, two);
     for (const each of [one, two]) assert.equal((await each.post('start', BODY)).status, 200);
     await Promise.all([one, two].map((each) => each.waitForProgress((p) => p.canCommit === true, 120_000)));
@@ -112,13 +116,27 @@ describe('several instances: reverse', () => {
       30_000,
     );
     assert.equal(waiting.coordinatorID, first);
-    await new Promise((resolve) => setTimeout(resolve, 1_000));
     assert.equal((await two.progress()).state, 'COMMITTED');
-    const resumeDocs = await pair.source.db(METADATA_DATABASE).collection('resume').countDocuments();
-    assert.equal(resumeDocs, 0, 'no reversed sync recorded on the new destination while an instance has not got reverse');
+    const resumeDocs = () => pair.source.db(METADATA_DATABASE).collection('resume').countDocuments();
+    assert.equal(await resumeDocs(), 0, 'no reversed sync recorded on the new destination while an instance has not got reverse');
 
+    // SIGKILLed while it waits, the coordinator restarts still waiting for the other: it got reverse.
+    assert.equal(await ferries.shift()!.stop('SIGKILL'), null);
+    one = await ferry(pair.destinationUri, first);
+    ferries.push(one);
+    await one.waitForProgress(
+      (p) => p.state === 'REVERSING' && (p.warnings ?? []).some((w: string) => w.includes(`"${second}" to get the reverse request`)),
+      30_000,
+    );
+    assert.equal(await resumeDocs(), 0, 'still nothing of the reversed sync written');
+
+    // The other gets it, and is SIGKILLed at once: restarted, it finishes its part of the reverse.
     assert.equal((await two.post('reverse', {})).status, 200);
+    assert.equal(await ferries.splice(ferries.indexOf(two), 1)[0]!.stop('SIGKILL'), null);
+    two = await ferry(pair.destinationUri, second);
+    ferries.push(two);
     await Promise.all([one, two].map((each) => each.waitForProgress((p) => p.state === 'RUNNING', 60_000)));
+    assert.equal(await resumeDocs(), 2, 'each instance runs its reversed sync');
 
     // Writes during the reversed sync, on both shards of the new source.
     await writes(pair.destination, 'reversed');

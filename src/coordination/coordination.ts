@@ -153,6 +153,11 @@ export class InstanceCoordination implements Coordination {
     await this.#records.register(this.#fingerprint, this.members);
   }
 
+  /** Whether this instance's record is there (a sync recorded just before a crash may lack it). */
+  async isRegistered(): Promise<boolean> {
+    return (await this.#records.all()).some((doc) => doc._id === this.instance && doc.steps.started !== undefined);
+  }
+
   /** Reads everyone's records every `pollMs` (readiness, who is alive) and publishes this instance's readiness. */
   watch(localReady: () => boolean): void {
     if (this.#timer !== undefined) return;

@@ -41,19 +41,23 @@ export async function resolveMembership(source: Cluster, id: string, originalSou
   }
   const members = original.map((each) => each.id);
   if (originalSource === source) return { shard: original[index]!, shardUri: shardUri(source.endpoint.uri, original[index]!), members };
-  // Reversed: the new source's shard at this instance's position, both sorted by ID.
-  const shards = [...(await onCluster(source.endpoint, 'listShards', listShards(source.client)))].sort(byId);
-  const position = [...members].sort().indexOf(id);
-  const shard = shards[position];
-  if (shard === undefined || shards.length !== members.length) {
+  const shards = await onCluster(source.endpoint, 'listShards', listShards(source.client));
+  const shard = shardAtPosition(members, id, shards);
+  if (shard === undefined) {
     throw new InstanceIdNotAllowed(
-      `the reversed sync's source ${nameCluster(source.endpoint)} has ${shards.length} shard(s), the migration's ` +
+      `the reversed sync's source ${nameCluster(source.endpoint)} has ${shards.length} shard(s), the migration ` +
         `${members.length} instances (${members.join(', ')}): each instance needs one shard of it`,
     );
   }
   return { shard, shardUri: shardUri(source.endpoint.uri, shard), members };
 }
 
-function byId(a: ShardDescription, b: ShardDescription): number {
-  return a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
+/**
+ * Reversed: the new source's shard of instance `id` of `members`, the i-th instance by sorted id
+ * taking the i-th shard by sorted ID; undefined unless there are as many shards as instances.
+ */
+export function shardAtPosition(members: readonly string[], id: string, shards: readonly ShardDescription[]): ShardDescription | undefined {
+  if (shards.length !== members.length) return undefined;
+  const sorted = [...shards].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  return sorted[[...members].sort().indexOf(id)];
 }

@@ -192,6 +192,8 @@ export class SyncOrchestrator implements SyncControl {
     );
     // Reversing: its run is prepared once the reverse is done.
     if (doc.state === 'REVERSING') {
+      // Several instances: killed between recording the reversed sync and its coordination record, it records that now.
+      if (sync.coordination !== undefined && !(await sync.coordination.isRegistered())) await sync.coordination.register();
       this.#finishReverse(sync, this.#newReverse(sync, reversalsOf(doc) - 1));
       return { state: doc.state, request: doc.request };
     }

@@ -359,17 +359,17 @@ export class Verifier implements VerificationPhase {
       record = this.#record = (await this.#state.read())!;
     }
     this.#problem = undefined;
-    // Its own clients: in currentOp, server logs and fail points the verifier's change streams
-    // are `ferry-verify` (as its range reads are), not change-event application's `ferry`.
-    const streamClients = {
-      source: connect(source.endpoint, { appName: VERIFY_APP_NAME, maxPoolSize: 2 }),
-      destination: connect(destination.endpoint, { appName: VERIFY_APP_NAME, maxPoolSize: 2 }),
+    // Its own clients: in currentOp, server logs and fail points the verifier's change streams and
+    // rechecks are `ferry-verify` (as its range reads are), not change-event application's `ferry`.
+    const clients = {
+      source: connect(source.endpoint, { appName: VERIFY_APP_NAME, maxPoolSize: 4 }),
+      destination: connect(destination.endpoint, { appName: VERIFY_APP_NAME, maxPoolSize: 4 }),
     };
-    const followers = this.#startFollowers(record, streamClients);
+    const followers = this.#startFollowers(record, clients);
     const tasks = [
       ...followers,
       this.#checkpointLoop(),
-      this.#recheckLoop(),
+      this.#recheckLoop(clients),
       (async () => {
         if (!record.planned) await this.#plan();
         await this.#scanRanges();
@@ -387,7 +387,7 @@ export class Verifier implements VerificationPhase {
       this.#queue.wakeAll();
       await Promise.allSettled(tasks);
       this.#followers = {};
-      await Promise.allSettled([streamClients.source.close(), streamClients.destination.close()]);
+      await Promise.allSettled([clients.source.close(), clients.destination.close()]);
     }
   }
 
@@ -438,7 +438,12 @@ export class Verifier implements VerificationPhase {
   async #markAfterCommit(documents: { ns: string; id: string }[]): Promise<void> {
     const stored = documents.filter(({ ns, id }) => {
       const entry = this.#queue.get(ns, id);
-      if (entry !== undefined) entry.afterCommit = true;
+      if (entry !== undefined) {
+        entry.afterCommit = true;
+        // A touch: a check in flight read the document before this change, and must not decide
+        // (it would count a change the next read finds undone, e.g. a write reverted, as unverifiable).
+        entry.touches++;
+      }
       return entry === undefined;
     });
     await this.#rechecks.markAfterCommit(stored);
@@ -656,11 +661,11 @@ export class Verifier implements VerificationPhase {
   }
 
   /** Re-checks queued documents as they fall due, until the final pass is complete. */
-  async #recheckLoop(): Promise<void> {
-    const { source, destination, settings, logger } = this.#context;
+  async #recheckLoop(clients: Record<Side, MongoClient>): Promise<void> {
+    const { settings, logger } = this.#context;
     const checker = new Rechecker({
-      source: source.client,
-      destination: destination.client,
+      source: clients.source,
+      destination: clients.destination,
       queue: this.#queue,
       store: this.#rechecks,
       streamPositions: () => ({ source: this.#followers.source?.position, destination: this.#followers.destination?.position }),

@@ -28,15 +28,7 @@ describe('bench:cea', () => {
     assert.equal(run.code, 0, `${run.stdout}\n${run.stderr}`);
     const result = readResult(out, 'cea');
     assert.deepEqual(
-      notPositive(result, [
-        'eventsPerSecond',
-        'lagP50Seconds',
-        'lagP99Seconds',
-        'lagMaxSeconds',
-        'maxSustainedOpsPerSecond',
-        'backlogEvents',
-        'ferryPeakRssMB',
-      ]),
+      notPositive(result, ['eventsPerSecond', 'lagP50Seconds', 'lagP99Seconds', 'lagMaxSeconds', 'backlogEvents', 'ferryPeakRssMB']),
       [],
     );
     assert.ok(result.lagP50Seconds <= result.lagP99Seconds && result.lagP99Seconds <= result.lagMaxSeconds);
@@ -45,6 +37,11 @@ describe('bench:cea', () => {
     assert.ok(result.ferryLag.count > 0 && result.ferryLag.p50 <= result.ferryLag.p99 && result.ferryLag.p99 <= result.ferryLag.max);
     assert.ok(result.applyLatency.count > 0 && result.applyLatency.p99 > 0);
     assert.ok(result.ramp.length >= 1 && result.ramp.length <= 2);
+    // No rate is sustained only when the first step already lagged (a saturated machine can do that).
+    assert.ok(
+      result.maxSustainedOpsPerSecond > 0 || (result.rampStoppedBy === 'lag' && result.ramp.length === 1),
+      `maxSustainedOpsPerSecond ${result.maxSustainedOpsPerSecond} after ${result.ramp.length} step(s), stopped by ${result.rampStoppedBy}`,
+    );
     assert.ok(['lag', 'workload could not reach the rate', 'maxSteps'].includes(result.rampStoppedBy));
   });
 });

@@ -87,11 +87,24 @@ export function findElement(doc: Buffer, name: string): RawElement | undefined {
   return undefined;
 }
 
+/**
+ * An ObjectId's value is read through one scratch buffer rather than a new view per decoded
+ * `_id`: bson 7 keeps an ObjectId as four numbers, not the bytes it was made from. Checked once,
+ * in case a bson release keeps the bytes again (a shared scratch would then change stored ids).
+ */
+const objectIdScratch = Buffer.alloc(12);
+const OBJECT_ID_COPIES_BYTES = (() => {
+  const id = new ObjectId(objectIdScratch);
+  objectIdScratch[11] = 1;
+  return id.id[11] === 0;
+})();
+
 /** Decodes a single element (as found by `findElement`) into its JS value. */
 export function decodeElement(doc: Buffer, el: RawElement, options: BSON.DeserializeOptions = typed): unknown {
   if (el.type === 0x07) {
-    const nameEnd = doc.indexOf(0, el.start + 1);
-    return new ObjectId(doc.subarray(nameEnd + 1, nameEnd + 13));
+    if (!OBJECT_ID_COPIES_BYTES) return new ObjectId(doc.subarray(el.end - 12, el.end));
+    doc.copy(objectIdScratch, 0, el.end - 12, el.end);
+    return new ObjectId(objectIdScratch);
   }
   // The commonest `_id` types, read as `typed` decodes them without a wrapper document each.
   if (options === typed && (el.type === 0x10 || el.type === 0x12 || el.type === 0x01)) {
@@ -301,14 +314,17 @@ export function encodeDocument(obj: Record<string, unknown>): Buffer {
 
 /**
  * Structural check of a raw document, as mongod does on every insert: lengths, terminators,
- * known element types, nesting. Throws InvalidBSON; allocates nothing.
+ * known element types, nesting. Throws InvalidBSON; allocates nothing. Returns whether a
+ * top-level element is a Timestamp (an insert then looks for empty ones to fill: saves it a
+ * second walk of every document without one).
  */
-export function validateDocument(buf: Buffer, start = 0, end = buf.length, depth = 0): void {
+export function validateDocument(buf: Buffer, start = 0, end = buf.length, depth = 0): boolean {
   if (depth > 180) throw invalidBson('nesting too deep'); // mongod's BSONDepth::kDefaultMaxAllowableDepth
   if (end - start < 5) throw invalidBson('document too short');
   if (int32At(buf, start) !== end - start || buf[end - 1] !== 0) throw invalidBson('bad document length');
   let at = start + 4;
   const last = end - 1;
+  let timestamp = false;
   while (at < last) {
     const type = buf[at]!;
     // Names are short: a loop beats a native indexOf call per element.
@@ -329,9 +345,11 @@ export function validateDocument(buf: Buffer, start = 0, end = buf.length, depth
     else if (type === 0x02 || type === 0x0d || type === 0x0e) {
       if (size < 5 || buf[next - 1] !== 0) throw invalidBson('bad string');
     } else if (type === 0x08 && buf[valueAt]! > 1) throw invalidBson('bad boolean');
+    else if (type === 0x11) timestamp = true;
     at = next;
   }
   if (at !== last) throw invalidBson('document not terminated at its length');
+  return timestamp;
 }
 
 function invalidBson(why: string): ServerError {

@@ -10,55 +10,29 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
-import { MongoClient, type Document } from 'mongodb';
-import { spawnCluster } from '../cluster/index.js';
-import { emptyDestination, startFerry, type FerryProcess } from './ferry-process.js';
+import { startFerry, type FerryProcess } from './ferry-process.js';
+import { shardedSourcePair, sortedDocs, type ShardedSourcePair } from './multi-instance-fixtures.js';
 
 const CLOCK_OFFSET = fileURLToPath(new URL('../helpers/clock-offset.js', import.meta.url));
 const TEN_MINUTES_MS = 10 * 60_000;
 const DB = `multi_clocks_${process.pid}`;
 
-let sourceUri: string;
-let destinationUri: string;
-let source: MongoClient;
-let destination: MongoClient;
-const stops: (() => Promise<void>)[] = [];
+let pair: ShardedSourcePair;
 
 before(async () => {
-  const real = [process.env.FERRY_TEST_SHARDED_URI, process.env.FERRY_TEST_RS_URI];
-  if (real.every((uri) => uri !== undefined && uri !== '')) {
-    [sourceUri, destinationUri] = real as string[];
-  } else {
-    const [a, b] = await Promise.all([spawnCluster({ shards: 2 }), spawnCluster()]);
-    stops.push(
-      () => a.stop(),
-      () => b.stop(),
-    );
-    [sourceUri, destinationUri] = [a.uri, b.uri];
-  }
-  source = new MongoClient(sourceUri);
-  destination = new MongoClient(destinationUri);
-  await emptyDestination(destinationUri);
-  const admin = source.db('admin');
-  const shards = ((await admin.command({ listShards: 1 })).shards as { _id: string }[]).map((shard) => shard._id);
-  await admin.command({ enableSharding: DB, primaryShard: shards[0] });
+  pair = await shardedSourcePair();
+  const admin = pair.source.db('admin');
+  await admin.command({ enableSharding: DB, primaryShard: pair.shards[0] });
   await admin.command({ shardCollection: `${DB}.orders`, key: { customer: 1 } });
   await admin.command({ split: `${DB}.orders`, middle: { customer: 50 } });
-  await admin.command({ moveChunk: `${DB}.orders`, find: { customer: 70 }, to: shards[1], _waitForDelete: true });
-  await source
+  await admin.command({ moveChunk: `${DB}.orders`, find: { customer: 70 }, to: pair.shards[1], _waitForDelete: true });
+  await pair.source
     .db(DB)
     .collection('orders')
     .insertMany(Array.from({ length: 200 }, (_, i) => ({ _id: i, customer: i % 100, total: i })) as never[]);
 });
 
-after(async () => {
-  await Promise.all([source?.close(), destination?.close()]);
-  await Promise.all(stops.map((stop) => stop()));
-});
-
-async function sortedOrders(client: MongoClient): Promise<Document[]> {
-  return client.db(DB).collection('orders').find().sort({ _id: 1 }).toArray();
-}
+after(() => pair?.stop());
 
 describe('several instances whose host clocks disagree', () => {
   const ferries: FerryProcess[] = [];
@@ -67,9 +41,8 @@ describe('several instances whose host clocks disagree', () => {
   });
 
   it('agree on who is alive and which command is the latest, by the destination’s clock, and commit', async () => {
-    const { shards } = await source.db('admin').command({ listShards: 1 });
-    const [first, second] = (shards as { _id: string }[]).map((shard) => shard._id);
-    const args = (id: string) => ['--cluster0', sourceUri, '--cluster1', destinationUri, '--id', id];
+    const [first, second] = pair.shards;
+    const args = (id: string) => ['--cluster0', pair.sourceUri, '--cluster1', pair.destinationUri, '--id', id];
     const one = await startFerry(args(first!), { FERRY_COMMIT_RETRY_INTERVAL_MS: '200' });
     const fast = await startFerry(
       args(second!),
@@ -104,7 +77,7 @@ describe('several instances whose host clocks disagree', () => {
     }
     assert.equal((await fast.post('resume', {})).status, 200);
 
-    await source
+    await pair.source
       .db(DB)
       .collection('orders')
       .updateMany({ customer: { $in: [10, 90] } }, { $inc: { total: 1000 } });
@@ -112,7 +85,7 @@ describe('several instances whose host clocks disagree', () => {
     assert.equal((await one.post('commit', {})).status, 200);
     assert.equal((await fast.post('commit', {})).status, 200);
     await Promise.all([one, fast].map((each) => each.waitForProgress((p) => p.state === 'COMMITTED', 120_000)));
-    assert.deepEqual(await sortedOrders(destination), await sortedOrders(source));
+    assert.deepEqual(await sortedDocs(pair.destination, DB, 'orders'), await sortedDocs(pair.source, DB, 'orders'));
     for (const each of ferries.splice(0)) assert.equal(await each.stop(), 0);
   });
 });

@@ -4,9 +4,9 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { BSON, Double, Int32, Long } from 'bson';
+import { BSON, Double, Int32, Long, ObjectId, Timestamp } from 'bson';
 import { compareValues } from '../../test/cluster/bson-order.js';
-import { decodeElement, decodeFields, findElement, pathMeetsArray, promoted, serialize } from '../../test/cluster/raw.js';
+import { decodeElement, decodeFields, findElement, pathMeetsArray, promoted, serialize, validateDocument } from '../../test/cluster/raw.js';
 import { compareBsonValues } from '../../src/bson/index.js';
 import { bsonNumber, bsonValue } from './bson-arbitraries.js';
 
@@ -41,6 +41,26 @@ describe('test cluster: decoding part of a document', () => {
         assert.equal(compareBsonValues(decoded, expected._id), 0);
       }),
     );
+  });
+
+  it('decodes ObjectId `_id`s that stay their own when the next one is decoded', () => {
+    const ids = [new ObjectId(), new ObjectId(), new ObjectId('ffffffffffffffffffffffff')];
+    const decoded = ids.map((id) => {
+      const doc = serialize({ _id: id, x: 1 });
+      return decodeElement(doc, findElement(doc, '_id')!) as ObjectId;
+    });
+    assert.deepEqual(
+      decoded.map((id) => id.toHexString()),
+      ids.map((id) => id.toHexString()),
+    );
+  });
+
+  it('tells an insert whether a document has a top-level timestamp to look at, and only then', () => {
+    const empty = new Timestamp({ t: 0, i: 0 });
+    assert.equal(validateDocument(serialize({ a: 1, at: empty })), true);
+    assert.equal(validateDocument(serialize({ _id: empty })), true, '_id: the insert looks, and leaves it alone');
+    assert.equal(validateDocument(serialize({ a: 1, nested: { at: empty }, list: [empty] })), false);
+    assert.equal(validateDocument(serialize({ a: 'x', b: [1, 2] })), false);
   });
 
   it('decodes chosen top-level fields exactly as a whole-document decode shows them', () => {

@@ -57,7 +57,7 @@ export function checkBatchSize(count: number): void {
  * mongod replaces each top-level `Timestamp(0, 0)` of an inserted document (but not one in
  * `_id`) with the next cluster time (fixDocumentForInsert). Done in place on the stored copy.
  */
-function fillEmptyTimestamps(doc: Buffer, next: () => Timestamp): void {
+function fillEmptyTimestamps(doc: Buffer, clock: { tick(): Timestamp }): void {
   const end = doc.readInt32LE(0) - 1;
   for (let at = 4; at < end;) {
     const type = doc[at];
@@ -69,7 +69,7 @@ function fillEmptyTimestamps(doc: Buffer, next: () => Timestamp): void {
       doc.readUInt32LE(valueAt + 4) === 0 &&
       doc.toString('latin1', at + 1, nameEnd) !== '_id'
     ) {
-      const ts = next();
+      const ts = clock.tick();
       doc.writeUInt32LE(ts.i, valueAt);
       doc.writeUInt32LE(ts.t, valueAt + 4);
     }
@@ -101,7 +101,7 @@ defineCommand({
             `object to insert too large. size in bytes: ${doc.length}, max size: ${MAX_BSON_OBJECT_SIZE}`,
           );
         }
-        validateDocument(doc);
+        const hasTimestamp = validateDocument(doc);
         if (!collection) {
           insertMeasurement(instance, op, series!, doc);
           n++;
@@ -111,7 +111,7 @@ defineCommand({
         instance.validateForWrite?.(collection, prepared.doc, args.boolean('bypassDocumentValidation') ?? false);
         // A view of a small request's buffer would pin memory shared with other data: copy it then.
         const stored = shared && prepared.doc === doc ? doc : ownedCopy(prepared.doc);
-        fillEmptyTimestamps(stored, () => instance.clock.tick());
+        if (hasTimestamp) fillEmptyTimestamps(stored, instance.clock);
         instance.insertDocument(op, collection, stored, prepared.id);
         n++;
       } catch (e) {

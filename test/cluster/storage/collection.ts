@@ -39,6 +39,9 @@ export interface DocumentObserver {
   removed(collection: Collection, entry: DocEntry): void;
 }
 
+/** The secondary indexes of a collection with only its `_id` index (shared: nothing, not a new array per write). */
+const NO_INDEXES: readonly Index[] = [];
+
 /** What a non-capped insert evicts (shared: nothing). */
 const NONE_EVICTED: readonly DocEntry[] = [];
 
@@ -104,8 +107,8 @@ export class Collection {
   }
 
   /** Secondary indexes that need each document decoded (unique, or key rules that can refuse it). */
-  private enforcing(): Index[] {
-    return this.indexes.length === 1 ? [] : this.indexes.filter((i) => i.name !== '_id_' && i.checksDocuments());
+  private enforcing(): readonly Index[] {
+    return this.indexes.length === 1 ? NO_INDEXES : this.indexes.filter((i) => i.name !== '_id_' && i.checksDocuments());
   }
 
   /**

@@ -6,8 +6,9 @@
  * written; once the other gets it, the reversed sync runs, each instance applying the change events
  * of one shard of the new source; writes during it, commit on both, and the original source equals
  * the destination. SIGKILL of the instance that waits for the other's reverse, and of the other
- * right after it got reverse: each restarts and the reverse completes. Also: to a destination with another number of shards, a reversible start of
- * several instances is refused by name, nothing started.
+ * right after it got reverse: each restarts and the reverse completes. Also: to a destination
+ * with another number of shards, a reversible start of several instances is refused by name,
+ * nothing started.
  *
  * `FERRY_TEST_SHARDED_URI` and `FERRY_TEST_SHARDED_DEST_URI` point the clusters at real deployments
  * (the refusal then needs a cluster of its own and is skipped).

@@ -40,6 +40,8 @@ import { MemberRecords, stepValue, type MemberDocument, type RunCommand } from '
 export interface CoordinationOptions {
   /** This instance's metadata (its writes fenced by its lease). */
   store: MetadataStore;
+  /** This instance's id (`--id`). */
+  instance: string;
   /** This instance's shard, read directly. */
   shard: { id: string; cluster: Cluster };
   /** Every instance: the source's shard IDs. */
@@ -61,9 +63,12 @@ const WAITING_FOR: Record<CoordinationStep, string> = {
   drained: 'to apply every event through the commit point',
   restored: 'the coordinator to restore the destination',
   committed: 'to commit',
+  reverseRequested: 'to get the reverse request',
+  reversePrepared: 'the coordinator to prepare the reversed sync',
 };
 
 export class InstanceCoordination implements Coordination {
+  readonly instance: string;
   readonly shard: { id: string; cluster: Cluster };
   readonly members: readonly string[];
   readonly coordinatorId: string;
@@ -87,6 +92,7 @@ export class InstanceCoordination implements Coordination {
 
   constructor(options: CoordinationOptions) {
     this.#options = options;
+    this.instance = options.instance;
     this.shard = options.shard;
     this.members = options.members;
     this.coordinatorId = chooseCoordinator(options.members);
@@ -96,7 +102,7 @@ export class InstanceCoordination implements Coordination {
   }
 
   get isCoordinator(): boolean {
-    return this.shard.id === this.coordinatorId;
+    return this.instance === this.coordinatorId;
   }
 
   /**
@@ -104,9 +110,9 @@ export class InstanceCoordination implements Coordination {
    * started belongs to an earlier migration with the same ids (its instance has not started this one).
    */
   #others(docs: readonly MemberDocument[]): MemberDocument[] {
-    const started = docs.find((doc) => doc._id === this.shard.id)?.steps.started?.at;
+    const started = docs.find((doc) => doc._id === this.instance)?.steps.started?.at;
     return docs.filter((doc) => {
-      if (doc._id === this.shard.id || !this.members.includes(doc._id)) return false;
+      if (doc._id === this.instance || !this.members.includes(doc._id)) return false;
       const committed = doc.steps.committed?.at;
       return committed === undefined || started === undefined || committed >= started;
     });
@@ -145,6 +151,11 @@ export class InstanceCoordination implements Coordination {
   /** Records this instance's start (after its lease is taken), then keeps the shared view fresh. */
   async register(): Promise<void> {
     await this.#records.register(this.#fingerprint, this.members);
+  }
+
+  /** Whether this instance's record is there (a sync recorded just before a crash may lack it). */
+  async isRegistered(): Promise<boolean> {
+    return (await this.#records.all()).some((doc) => doc._id === this.instance && doc.steps.started !== undefined);
   }
 
   /** Reads everyone's records every `pollMs` (readiness, who is alive) and publishes this instance's readiness. */
@@ -206,7 +217,7 @@ export class InstanceCoordination implements Coordination {
         if (stopped()) return false;
         const others = new Map(this.#others(await this.#read()).map((doc) => [doc._id, doc]));
         const missing = this.members.filter(
-          (id) => id !== this.shard.id && (others.get(id)?.appliedBefore === undefined || timeAfter(time, others.get(id)!.appliedBefore)),
+          (id) => id !== this.instance && (others.get(id)?.appliedBefore === undefined || timeAfter(time, others.get(id)!.appliedBefore)),
         );
         if (missing.length === 0) return true;
         this.#waitingOrder = { time, why, missing };
@@ -231,6 +242,14 @@ export class InstanceCoordination implements Coordination {
     this.#docs = await this.#records.all();
   }
 
+  /** Whether this instance reached `step`, and not before `since` when that one is reached too. */
+  async reachedSince(step: CoordinationStep, since: CoordinationStep): Promise<boolean> {
+    const mine = (await this.#read()).find((doc) => doc._id === this.instance);
+    const at = mine?.steps[step]?.at;
+    const after = mine?.steps[since]?.at;
+    return at !== undefined && (after === undefined || at >= after);
+  }
+
   async reach(step: CoordinationStep, value?: unknown): Promise<void> {
     await this.#records.reach(step, value);
     this.#options.logger.info({ step, coordinator: this.isCoordinator }, `Coordination: this instance reached "${step}"`);
@@ -240,7 +259,7 @@ export class InstanceCoordination implements Coordination {
     for (;;) {
       if (stopped()) return false;
       const docs = await this.#read();
-      const mine = docs.find((doc) => doc._id === this.shard.id);
+      const mine = docs.find((doc) => doc._id === this.instance);
       const reached = new Set(
         [...this.#others(docs), ...(mine === undefined ? [] : [mine])].filter((d) => d.steps[step]).map((d) => d._id),
       );
@@ -259,7 +278,7 @@ export class InstanceCoordination implements Coordination {
       if (stopped()) return undefined;
       const docs = await this.#read();
       const coordinator = this.isCoordinator
-        ? docs.find((doc) => doc._id === this.shard.id)
+        ? docs.find((doc) => doc._id === this.instance)
         : this.#others(docs).find((doc) => doc._id === this.coordinatorId);
       const reached = coordinator === undefined ? undefined : stepValue(coordinator, step);
       if (reached !== undefined) {
@@ -274,7 +293,7 @@ export class InstanceCoordination implements Coordination {
   async decision(step: CoordinationStep): Promise<{ value?: unknown } | undefined> {
     const docs = await this.#read();
     const coordinator = this.isCoordinator
-      ? docs.find((doc) => doc._id === this.shard.id)
+      ? docs.find((doc) => doc._id === this.instance)
       : this.#others(docs).find((doc) => doc._id === this.coordinatorId);
     return coordinator === undefined ? undefined : stepValue(coordinator, step);
   }
@@ -283,7 +302,7 @@ export class InstanceCoordination implements Coordination {
   status(): PhaseStatus {
     const warnings: string[] = [];
     const others = this.#others(this.#docs);
-    const notStarted = this.members.filter((id) => id !== this.shard.id && !others.some((doc) => doc._id === id));
+    const notStarted = this.members.filter((id) => id !== this.instance && !others.some((doc) => doc._id === id));
     if (notStarted.length > 0) {
       warnings.push(
         `${named(notStarted)} of this migration ${notStarted.length === 1 ? 'has' : 'have'} not got the start request: ` +
@@ -303,7 +322,7 @@ export class InstanceCoordination implements Coordination {
     }
     // pause/resume: the latest one any instance got must reach every instance (one that got
     // neither runs, as after resume); meanwhile nobody commits.
-    const mine = this.#docs.find((doc) => doc._id === this.shard.id);
+    const mine = this.#docs.find((doc) => doc._id === this.instance);
     const everyone = mine === undefined ? others : [mine, ...others];
     const latest = everyone
       .map((doc) => doc.lastCommand)

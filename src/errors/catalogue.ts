@@ -127,8 +127,8 @@ export const ERROR_CATALOGUE = {
     message: '{detail}',
     when:
       '`reversible` with replica set → sharded cluster, sharded clusters with different shard counts, ' +
-      'different major versions, a cluster older than MongoDB 6.0, or several instances (one per source shard; ' +
-      'also `reverse` of such a migration)',
+      'different major versions, a cluster older than MongoDB 6.0, or several instances (one per source shard) ' +
+      'to a destination that is not sharded',
   },
   ReverseHistoryLost: {
     status: 422,

@@ -136,6 +136,11 @@ export interface ReverseContext {
    * every check passed, before its first write there, so that a refused reverse writes nothing.
    */
   takeLease(): Promise<void>;
+  /**
+   * Several instances (src/coordination/): the reversed sync's coordination. The way back is the
+   * coordinator's (its commit recorded it), and the coordinator alone prepares the destination.
+   */
+  coordination?: Coordination;
   ferryVersion: string;
   settings: SyncSettings;
   logger: Logger;
@@ -190,13 +195,28 @@ export interface SyncContext {
  * `restored`), which the others wait for.
  */
 export type CoordinationStep =
-  'started' | 'prepared' | 'copied' | 'indexesBuilt' | 'commitRequested' | 'commitPoint' | 'drained' | 'restored' | 'committed';
+  | 'started'
+  | 'prepared'
+  | 'copied'
+  | 'indexesBuilt'
+  | 'commitRequested'
+  | 'commitPoint'
+  | 'drained'
+  | 'restored'
+  | 'committed'
+  | 'reverseRequested'
+  | 'reversePrepared';
 
 /** What a phase of a coordinated instance uses of its coordination (src/coordination/coordination.ts). */
 export interface Coordination {
-  /** This instance's source shard (its `--id`), read directly by the copy and change-event application. */
+  /** This instance's id (`--id`: a shard ID of the migration's original source). */
+  readonly instance: string;
+  /**
+   * This instance's source shard, read directly by the copy and change-event application: the
+   * shard named by its id, or reversed the new source's shard at its position (src/coordination/membership.ts).
+   */
   readonly shard: { id: string; cluster: Cluster };
-  /** Every instance of the migration: the source's shard IDs, `listShards` order. */
+  /** Every instance of the migration: the original source's shard IDs, `listShards` order. */
   readonly members: readonly string[];
   /** The instance that runs the cluster-wide steps. */
   readonly coordinatorId: string;

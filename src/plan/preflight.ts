@@ -116,16 +116,20 @@ export function checkTopologies(
 }
 
 /**
- * `reversible` with several instances, one per source shard (ReversibleNotSupported). Each
- * instance is bound to a source shard (its `--id`): reversed, the destination becomes the source,
- * whose shards are not those instances (a replica-set destination has none), and reverse's
- * cluster-wide steps (write blocking, the reversed sync's start point) are not coordinated across
- * instances. Refused at `start`, with nothing written, rather than at `reverse` after the commit.
+ * `reversible` with several instances, one per source shard (ReversibleNotSupported unless the
+ * destination is sharded: reversed, each instance applies the change events of one shard of the
+ * new source, so it needs a shard for every instance; `checkReversible` then asks as many shards
+ * on each side, as mongosync's reverse does). Refused at `start`, with nothing written, rather than
+ * at `reverse` after the commit.
  */
-export function severalInstancesNotReversible(members: readonly string[]): InstanceType<typeof ReversibleNotSupported> {
+export function severalInstancesNotReversible(
+  members: readonly string[],
+  destination: string,
+): InstanceType<typeof ReversibleNotSupported> {
   return new ReversibleNotSupported(
-    `a migration run by several instances (one per source shard: ${members.join(', ')}) cannot be reversible: ` +
-      'reverse is not coordinated across instances. Start it without "reversible", or with one instance (the default --id)',
+    `a migration run by several instances (one per source shard: ${members.join(', ')}) can be reversible only to a sharded ` +
+      `cluster with as many shards (reversed, each instance syncs one of its shards); ${destination} is not sharded. ` +
+      'Start it without "reversible", or with one instance (the default --id)',
   );
 }
 
@@ -382,7 +386,9 @@ export async function runPreflight(request: StartRequest, options: PreflightOpti
       options.clusters,
     );
     await refuseSameCluster(source, sourceClient, sourceHello, destination, destinationClient, destinationHello);
-    if (request.reversible && options.fellows !== undefined) throw severalInstancesNotReversible(options.fellows);
+    if (request.reversible && options.fellows !== undefined && destinationTopology !== 'sharded') {
+      throw severalInstancesNotReversible(options.fellows, describe(destination));
+    }
     if (request.reversible) {
       const [sourceFacts, destinationFacts] = await Promise.all([
         reversibleFacts(source, sourceClient, sourceTopology),

@@ -24,20 +24,31 @@
  * REVERSING finishes it when started again:
  * 1. user writes on the new destination are blocked (they are since the commit: asserted again);
  * 2. its catalog is recorded as the reversed sync's namespace records (src/plan/catalog.ts), read
- *    from the new destination itself: it is the new source's catalog as of `writableAt` (DDL on
- *    the new source after it arrives as change events, and is applied to these records);
+ *    from the new destination itself, with the shard key of each collection sharded there: it is
+ *    the new source's catalog as of `writableAt` (DDL on the new source after it arrives as change
+ *    events, and is applied to these records);
  * 3. each collection is put into the temporary form a forward sync gives its destination
  *    (src/plan/temporary-forms.ts: unique indexes non-unique, TTL off, hidden ones visible, capped
  *    limits lifted), its record marked `created`; the commit of the reversed sync restores them
  *    from the new source's indexes and options, as every commit does;
  * 4. the resume document says RUNNING: the sync (src/sync/orchestrator.ts) launches the reversed
  *    sync's run and reports `reverseCompleted`.
+ *
+ * Several instances, one per shard of the migration's original source (src/coordination/): every
+ * instance got `reverse` before any of them begins (the sync waits for that, `reverseRequested`);
+ * the way back read is the coordinator's (its commit recorded it); steps 1 to 3 are the
+ * coordinator's alone, which says when they are done (`reversePrepared`); each other instance
+ * waits for that, then takes the coordinator's namespace records as its own (every collection
+ * already in temporary form) and says RUNNING. Each instance then applies the change events of
+ * the new source's shard at its position (src/coordination/membership.ts).
  * A change the destination refuses is named in progress warnings and the log, and, like any other
  * failure, tried again every `settings.commit.retryIntervalMs`: the reversed sync never applies an
  * event with a characteristic left in its final form.
  */
 import { changeStreamReaches, setUserWriteBlocking } from '../cluster/commands.js';
 import { onCluster } from '../cluster/errors.js';
+import { clusterTopology, shardedCollections } from '../cluster/sharding.js';
+import { namespaceOf } from '../domain/namespaces.js';
 import { indexBuildTime } from '../domain/catalog.js';
 import { nameCluster } from '../domain/clusters.js';
 import { describeTime } from '../domain/time.js';
@@ -45,7 +56,8 @@ import { InvalidStateTransition, MetadataMissing, NotReversible, ReverseHistoryL
 import { NamespaceRecords } from '../meta/namespaces.js';
 import { ResumeStore, reversalsOf } from '../meta/resume.js';
 import { WayBackRecord, type WayBackDocument } from '../meta/way-back.js';
-import type { PhaseOutcome, PhaseStatus, ReverseContext, ReversePhase } from '../phase/contract.js';
+import { MetadataStore } from '../meta/store.js';
+import type { Coordination, PhaseOutcome, PhaseStatus, ReverseContext, ReversePhase } from '../phase/contract.js';
 import { RetryUntilDone } from '../phase/retry-until-done.js';
 import { namespaceRecord, readSourceCatalog } from '../plan/catalog.js';
 import { selectorFor } from '../plan/namespaces.js';
@@ -108,10 +120,15 @@ export class Reverse implements ReversePhase {
 
   /** The committed sync's way back: its record on its destination, or the copy on the other cluster. */
   async #wayBack(): Promise<WayBackDocument> {
-    const { source, destination, committed, store, reversals } = this.#context;
+    const { source, destination, committed, store, reversals, coordination } = this.#context;
+    // Several instances: the coordinator's commit recorded it (read only: no lease needed).
+    const [onSource, onDestination] =
+      coordination === undefined
+        ? [committed, store]
+        : [new MetadataStore(source.client, coordination.coordinatorId), new MetadataStore(destination.client, coordination.coordinatorId)];
     const recorded =
-      (await onCluster(source.endpoint, 'reading the way back', new WayBackRecord(committed).read(reversals))) ??
-      (await onCluster(destination.endpoint, 'reading the way back', new WayBackRecord(store).read(reversals)));
+      (await onCluster(source.endpoint, 'reading the way back', new WayBackRecord(onSource).read(reversals))) ??
+      (await onCluster(destination.endpoint, 'reading the way back', new WayBackRecord(onDestination).read(reversals)));
     if (recorded === null) {
       throw new NotReversible(
         `neither cluster holds the record of where ${nameCluster(source.endpoint)} became writable (Ferry's metadata ` +
@@ -159,16 +176,24 @@ export class Reverse implements ReversePhase {
     const doc = await this.#resume.read();
     if (doc === null) throw new MetadataMissing({ record: 'resume document' });
     if (doc.state !== 'REVERSING') return [];
+    const coordination = this.#context.coordination;
+    if (coordination !== undefined && !coordination.isCoordinator) return this.#followCoordinator(coordination);
     await setUserWriteBlocking(destination.client, true);
     if (!doc.catalogRecorded) {
       const catalog = await readSourceCatalog(destination.client, selectorFor(request), logger);
       const buildTime = indexBuildTime(request.buildIndexes);
+      // A sharded destination's collections are sharded there already: the change events' writes need their keys.
+      const sharded = (await clusterTopology(destination.client)) === 'sharded' ? await shardedCollections(destination.client) : undefined;
       // Already there and nothing to copy: only the temporary form (`created`) is left to do.
-      const records = catalog.map(({ uuid: _uuid, ...ns }) => ({
-        ...namespaceRecord(ns, buildTime, request),
-        partitioned: true,
-        indexesBuilt: true,
-      }));
+      const records = catalog.map(({ uuid: _uuid, ...ns }) => {
+        const key = sharded?.get(namespaceOf(ns))?.key;
+        return {
+          ...namespaceRecord(ns, buildTime, request, key),
+          partitioned: true,
+          indexesBuilt: true,
+          ...(key === undefined ? {} : { sharded: true }),
+        };
+      });
       await this.#records.replaceAll(records);
       await this.#resume.markCatalogRecorded();
       logger.info({ namespaces: records.length }, `Reverse: ${records.length} namespace(s) of ${request.destination} recorded`);
@@ -187,6 +212,26 @@ export class Reverse implements ReversePhase {
       this.#collections.prepared++;
     }
     if (failures.length > 0) return failures;
+    await coordination?.reach('reversePrepared');
+    await this.#resume.setState('RUNNING');
+    return [];
+  }
+
+  /**
+   * Several instances, not the coordinator: once the coordinator prepared the destination, its
+   * namespace records (every collection in temporary form) become this instance's.
+   */
+  async #followCoordinator(coordination: Coordination): Promise<[] | 'stopped'> {
+    const { destination, logger } = this.#context;
+    if ((await coordination.awaitCoordinator('reversePrepared', () => this.#tries.stopping)) === undefined) return 'stopped';
+    const records = await new NamespaceRecords(new MetadataStore(destination.client, coordination.coordinatorId)).list();
+    await this.#records.replaceAll(records);
+    await this.#resume.markCatalogRecorded();
+    this.#collections = { prepared: records.length, total: records.length };
+    logger.info(
+      { namespaces: records.length },
+      `Reverse: the coordinator prepared ${records.length} namespace(s); this instance's records taken from it`,
+    );
     await this.#resume.setState('RUNNING');
     return [];
   }

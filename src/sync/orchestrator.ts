@@ -62,7 +62,7 @@ import type { CounterValues } from '../metrics/counters.js';
 import { HistogramSet } from '../metrics/histograms.js';
 import type { CommitPhase, PhaseFactories, PhaseStatus, ReversePhase } from '../phase/contract.js';
 import { mergeStatuses, sumCounters } from '../phase/status.js';
-import { runPreflight, severalInstancesNotReversible } from '../plan/preflight.js';
+import { runPreflight } from '../plan/preflight.js';
 import { findRecordedSync } from '../recovery/find-sync.js';
 import { InstanceCoordination } from '../coordination/coordination.js';
 import { resolveMembership } from '../coordination/membership.js';
@@ -174,7 +174,7 @@ export class SyncOrchestrator implements SyncControl {
     const found = await findRecordedSync(this.#options.clusters, this.#options.id, this.#logger);
     if (found === undefined) return undefined;
     const sync = this.#target(found.doc.request);
-    await this.#join(sync);
+    await this.#join(sync, reversalsOf(found.doc));
     // A live Ferry still running this sync (it renews its lease) is refused; a dead one's lease is taken over.
     await sync.lease.acquire(this.#options.settings.leaseDurationMs + sync.lease.renewIntervalMs).catch((error: unknown) => {
       throw asClusterError(sync.destination.endpoint, 'taking the lease of the sync', error);
@@ -192,8 +192,19 @@ export class SyncOrchestrator implements SyncControl {
     );
     // Reversing: its run is prepared once the reverse is done.
     if (doc.state === 'REVERSING') {
+      // Several instances: killed between recording the reversed sync and its coordination record, it records that now.
+      if (sync.coordination !== undefined && !(await sync.coordination.isRegistered())) await sync.coordination.register();
       this.#finishReverse(sync, this.#newReverse(sync, reversalsOf(doc) - 1));
       return { state: doc.state, request: doc.request };
+    }
+    // Several instances: this one got reverse and stopped before its reversed sync was recorded: it goes on waiting for the others.
+    if (
+      doc.state === 'COMMITTED' &&
+      sync.coordination !== undefined &&
+      (await sync.coordination.reachedSince('reverseRequested', 'committed'))
+    ) {
+      const reversed = await this.#requestReverse(sync, doc);
+      return { state: 'REVERSING', request: reversed.request };
     }
     await this.#prepare(sync, doc);
     if (doc.state === 'PAUSED' && doc.lastError !== undefined) {
@@ -228,8 +239,10 @@ export class SyncOrchestrator implements SyncControl {
    * Several instances, one per source shard: this one's coordination (src/coordination/), with a
    * client of its own shard; nothing when it runs alone.
    */
-  async #join(sync: ActiveSync): Promise<void> {
-    const membership = await resolveMembership(sync.source, this.#options.id);
+  async #join(sync: ActiveSync, reversals = 0): Promise<void> {
+    // Reversed (an odd number of times), the instances' ids are the destination's shards.
+    const originalSource = reversals % 2 === 0 ? sync.source : sync.destination;
+    const membership = await resolveMembership(sync.source, this.#options.id, originalSource);
     if (membership === undefined) return;
     const endpoint = {
       ...sync.source.endpoint,
@@ -237,6 +250,7 @@ export class SyncOrchestrator implements SyncControl {
       address: addressOf(membership.shardUri) ?? membership.shard.host,
     };
     sync.coordination = new InstanceCoordination({
+      instance: this.#options.id,
       store: sync.store,
       shard: { id: membership.shard.id, cluster: openCluster(endpoint) },
       members: membership.members,
@@ -245,7 +259,8 @@ export class SyncOrchestrator implements SyncControl {
     });
     this.#logger.info(
       { shard: membership.shard.id, members: membership.members, coordinator: sync.coordination.coordinatorId },
-      `One of ${membership.members.length} instances (one per source shard): this one syncs shard "${membership.shard.id}"`,
+      `One of ${membership.members.length} instances (one per source shard): ` +
+        `this one (${this.#options.id}) syncs shard "${membership.shard.id}"`,
     );
   }
 
@@ -557,6 +572,7 @@ export class SyncOrchestrator implements SyncControl {
   #newReverse(sync: ActiveSync, reversals: number, takeLease: () => Promise<void> = async () => {}): ReversePhase {
     return this.#options.phases.reverse({
       takeLease,
+      ...(sync.coordination === undefined ? {} : { coordination: sync.coordination }),
       source: sync.source,
       destination: sync.destination,
       request: sync.request,
@@ -578,13 +594,47 @@ export class SyncOrchestrator implements SyncControl {
     if (doc?.state !== 'COMMITTED') {
       throw new InvalidStateTransition(`reverse: the metadata says the sync is ${doc?.state ?? 'gone'}, not COMMITTED`);
     }
-    // Several instances: never reversible (start refuses it); a migration started so before that is refused here, unchanged.
-    if (committed.coordination !== undefined) throw severalInstancesNotReversible(committed.coordination.members);
+    if (committed.coordination !== undefined) {
+      await this.#requestReverse(committed, doc);
+      return;
+    }
     const sync = this.#target(reversedRequest(committed.request));
     await checkWriteBlockingPrivileges(sync);
+    await this.#beginReverse(committed, sync, reversalsOf(doc));
+  }
+
+  /**
+   * Several instances: records that this one got `reverse` (on the committed sync's coordination
+   * records), then, in the background, waits for every other instance to get it too (progress
+   * names those missing) before anything of the reversed sync is written; then reverses as one
+   * instance does, the coordinator alone preparing the destination (src/reverse/). The reversed
+   * sync returned is the one begun once everyone got it.
+   */
+  async #requestReverse(committed: ActiveSync, doc: ResumeDocument): Promise<ActiveSync> {
+    const coordination = committed.coordination!;
+    const sync = this.#target(reversedRequest(committed.request));
+    await this.#join(sync, reversalsOf(doc) + 1);
+    await checkWriteBlockingPrivileges(sync);
+    await coordination.reach('reverseRequested').catch((error: unknown) => {
+      throw asClusterError(committed.destination.endpoint, 'recording the reverse request', error);
+    });
+    committed.reversing = (async () => {
+      if (!(await coordination.awaitAll('reverseRequested', () => this.#closed))) return;
+      await this.#beginReverse(committed, sync, reversalsOf(doc));
+    })().catch((error: unknown) => {
+      this.#logger.error({ err: error }, 'The reverse could not begin');
+      this.#recoveredFailure =
+        `Every instance got reverse, but this one could not begin the reversed sync: ${redactUris((error as Error).message)}. ` +
+        'Restart Ferry to try again.';
+    });
+    return sync;
+  }
+
+  /** Begins the reversed sync `sync` of `committed` (reversed `reversals` times), which it replaces; finishes it in the background. */
+  async #beginReverse(committed: ActiveSync, sync: ActiveSync, reversals: number): Promise<void> {
     // The reversed sync's metadata lives on its own destination: its lease there comes before any write.
     let leaseExisted: boolean | undefined;
-    const reverse = this.#newReverse(sync, reversalsOf(doc), async () => {
+    const reverse = this.#newReverse(sync, reversals, async () => {
       leaseExisted = (await onCluster(sync.destination.endpoint, 'reading the lease of the sync', sync.lease.read())) !== null;
       await onCluster(sync.destination.endpoint, 'taking the lease of the reversed sync', sync.lease.acquire());
     });
@@ -596,8 +646,11 @@ export class SyncOrchestrator implements SyncControl {
       throw error;
     }
     sync.lease.keep();
+    // Several instances: this one's part in the reversed sync, under its lease there.
+    await sync.coordination?.register();
     // Recorded: the reversed sync replaces the committed one, which has nothing left running.
     await this.#halt(committed);
+    committed.coordination?.stop();
     await Promise.all([committed.lease.release(), committed.health.stop()]);
     this.#eventsBeforeReverse = this.counters().appliedEvents;
     this.#retire(committed);
@@ -606,6 +659,7 @@ export class SyncOrchestrator implements SyncControl {
     this.#final = undefined;
     this.#startWarnings = [];
     this.#sync = sync;
+    sync.coordination?.watch(() => this.#localReady());
     sync.health.start();
     this.#finishReverse(sync, reverse);
   }

@@ -67,7 +67,7 @@ describe('several instances: a shard-key change moving a document between shards
     const two = await ferry(second, '--hotDocIDs', JSON.stringify({ db: DB, collection: 'moves', ids: [{ _id: 199 }] }));
     ferries.push(one, two);
     const body = { source: 'cluster0', destination: 'cluster1', includeNamespaces: [{ database: DB }] };
-    // Reverse is not coordinated across instances: a reversible start is refused by name, nothing started.
+    // Reversed, each instance needs a shard of the destination: to a replica set a reversible start is refused by name, nothing started.
     const reversible = await one.post('start', {
       source: 'cluster0',
       destination: 'cluster1',

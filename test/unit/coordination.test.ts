@@ -1,17 +1,30 @@
 /**
  * The pure parts of several instances' coordination (src/coordination/): who coordinates, how a
  * shard is reached directly from the router's connection string, and how two start requests are
- * compared (identical commands).
+ * compared (identical commands); reversed, which shard of the new source each instance takes.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { shardUri } from '../../src/cluster/sharding.js';
 import { chooseCoordinator } from '../../src/coordination/coordinator.js';
+import { shardAtPosition } from '../../src/coordination/membership.js';
 import { commandFingerprint, differingFields } from '../../src/coordination/fingerprint.js';
 import { START_REQUEST } from '../api/app.js';
 import { ConnectionString } from 'mongodb-connection-string-url';
 
 describe('coordination', () => {
+  it('reversed, gives the i-th instance by sorted id the i-th new-source shard by sorted ID, whatever the listShards order', () => {
+    const shards = [
+      { id: 'dest-b', host: 'b/h:2' },
+      { id: 'dest-a', host: 'a/h:1' },
+    ];
+    assert.equal(shardAtPosition(['src-2', 'src-1'], 'src-1', shards)?.id, 'dest-a');
+    assert.equal(shardAtPosition(['src-1', 'src-2'], 'src-2', shards)?.id, 'dest-b');
+    // Every instance a shard of its own, none left over.
+    assert.deepEqual(new Set(['src-1', 'src-2'].map((id) => shardAtPosition(['src-1', 'src-2'], id, shards)?.id)).size, 2);
+    assert.equal(shardAtPosition(['src-1', 'src-2', 'src-3'], 'src-3', shards), undefined);
+  });
+
   it('chooses the first shard by id, whatever order the instances are listed in', () => {
     assert.equal(chooseCoordinator(['shard02', 'shard01', 'shard03']), 'shard01');
     assert.equal(chooseCoordinator(['b', 'a']), chooseCoordinator(['a', 'b']));

@@ -91,6 +91,18 @@ export async function shardedCollections(client: MongoClient): Promise<Map<strin
   return found;
 }
 
+/** The shard key of `ns` on the cluster of `client`, or undefined (unsharded, or not a sharded cluster). */
+export async function shardKeyOf(client: MongoClient, ns: Namespace): Promise<ShardKeyPattern | undefined> {
+  const entry = (await client
+    .db('config')
+    .collection('collections')
+    .findOne({ _id: namespaceOf(ns), dropped: { $ne: true } } as Document, {
+      readConcern: MAJORITY_READ,
+      ...TYPE_FAITHFUL,
+    })) as CollectionEntryDocument | null;
+  return entry === null ? undefined : normalizeKeyPattern(entry.key);
+}
+
 /** One chunk: the range of shard-key values `[min, max)` and the shard that owns it. */
 export interface ChunkRange {
   /** Key documents (every key field, in order; MinKey/MaxKey at the ends). */

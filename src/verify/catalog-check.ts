@@ -24,6 +24,7 @@ import {
 } from '../cluster/commands.js';
 import { ID_INDEX_NAME } from '../domain/constants.js';
 import { namespaceOf, type Namespace } from '../domain/namespaces.js';
+import { shardKeyOf } from '../cluster/sharding.js';
 import { laterTime } from '../domain/time.js';
 import type { StartRequest } from '../domain/start-request.js';
 import type { MismatchKind } from '../domain/verification.js';
@@ -190,10 +191,14 @@ export async function checkNamespace(
   if (sourceIndexes === undefined || destinationIndexes === undefined) return check;
   const expected = expectedIndexes(sourceIndexes, onSource.options, request, form);
   const actual = new Map(destinationIndexes.map((spec) => [String(spec.name), withoutVersion(spec)]));
+  const shardKey = await shardKeyOf(destination, ns);
   for (const index of new Set([...expected.keys(), ...actual.keys()])) {
     const want = expected.get(index);
     const have = actual.get(index);
     if (want !== undefined && have !== undefined && sameDefinition(want, have)) continue;
+    // An index on the destination's shard key that the source lacks is the one sharding needed
+    // (created with createSupportingIndexes, or a placeholder for one buildIndexes leaves out).
+    if (want === undefined && shardKey !== undefined && sameDefinition({ key: have!.key }, { key: shardKey })) continue;
     const detail =
       have === undefined
         ? `index ${JSON.stringify(index)} missing on the destination`

@@ -46,6 +46,12 @@ export class WireMessageTooLarge extends RangeError {
 export interface FramedDocuments {
   bytes: Uint8Array;
   buffer: Buffer;
+  /**
+   * The bytes share their buffer with documents still being sent (a slice of a read reply, see
+   * src/copy/partition-copier.ts): the room before them is not free, so the section header goes
+   * in a small buffer of its own (`documentsSections`).
+   */
+  shared?: boolean;
 }
 
 /**
@@ -58,8 +64,34 @@ export function documentsSection(documents: FramedDocuments, limits: WireLimits 
   if (documents.bytes.buffer !== documents.buffer.buffer || room < DOCUMENTS_SECTION_HEADER_BYTES) {
     throw new RangeError(`framed documents need ${DOCUMENTS_SECTION_HEADER_BYTES} bytes of room before them, they have ${room}`);
   }
-  const view = new DataView(documents.bytes.buffer, documents.bytes.byteOffset, documents.bytes.byteLength);
-  for (let at = 0; at < documents.bytes.byteLength;) {
+  checkDocuments(documents.bytes, limits);
+  const start = room - DOCUMENTS_SECTION_HEADER_BYTES;
+  const section = documents.buffer.subarray(start, room + documents.bytes.byteLength);
+  section[0] = 1;
+  section.writeInt32LE(section.length - 1, 1);
+  SECTION_IDENTIFIER.copy(section, 5);
+  return section;
+}
+
+/**
+ * The `documents` section as the buffers to write: the section in place (`documentsSection`), or
+ * for `shared` documents a header of its own followed by the documents (nothing copied either way).
+ */
+export function documentsSections(documents: FramedDocuments, limits: WireLimits = DEFAULT_WIRE_LIMITS): Buffer[] {
+  if (documents.shared !== true) return [documentsSection(documents, limits)];
+  checkDocuments(documents.bytes, limits);
+  const header = Buffer.allocUnsafe(DOCUMENTS_SECTION_HEADER_BYTES);
+  header[0] = 1;
+  header.writeInt32LE(DOCUMENTS_SECTION_HEADER_BYTES - 1 + documents.bytes.byteLength, 1);
+  SECTION_IDENTIFIER.copy(header, 5);
+  const { buffer, byteOffset, byteLength } = documents.bytes;
+  return [header, Buffer.from(buffer, byteOffset, byteLength)];
+}
+
+/** Checks every document's declared length against the bytes and `limits.maxBsonObjectSize`. */
+function checkDocuments(bytes: Uint8Array, limits: WireLimits): void {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  for (let at = 0; at < bytes.byteLength;) {
     const size = at + 4 <= view.byteLength ? view.getInt32(at, true) : -1;
     if (size < 5 || at + size > view.byteLength) throw new RangeError(`malformed document at byte ${at} of the batch`);
     if (size > limits.maxBsonObjectSize) {
@@ -67,12 +99,6 @@ export function documentsSection(documents: FramedDocuments, limits: WireLimits 
     }
     at += size;
   }
-  const start = room - DOCUMENTS_SECTION_HEADER_BYTES;
-  const section = documents.buffer.subarray(start, room + documents.bytes.byteLength);
-  section[0] = 1;
-  section.writeInt32LE(section.length - 1, 1);
-  SECTION_IDENTIFIER.copy(section, 5);
-  return section;
 }
 
 /**

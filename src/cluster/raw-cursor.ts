@@ -99,17 +99,10 @@ export class RawCursor {
     const reply = await this.#db.command(command, { raw: true, session: this.#session });
     const cursor = reply.cursor as Uint8Array | undefined;
     if (!(cursor instanceof Uint8Array)) throw new MalformedCursorReply(`${Object.keys(command)[0]} replied without a cursor`);
-    const id = findElement(cursor, 'id');
-    const idValue = id === undefined ? 0 : decodeValue(cursor, id);
-    this.#id = Long.isLong(idValue) ? idValue : Long.fromNumber(Number(idValue));
-    const ns = findElement(cursor, 'ns');
-    if (ns !== undefined && ns.type === BsonType.string) {
-      const name = decodeValue(cursor, ns) as string;
-      this.#collection = name.slice(name.indexOf('.') + 1);
-    }
-    const batch = findElement(cursor, 'firstBatch') ?? findElement(cursor, 'nextBatch');
-    if (batch === undefined || batch.type !== BsonType.array) throw new MalformedCursorReply('cursor reply has no batch array');
-    return { reply, cursor, batch };
+    const state = readCursor(cursor);
+    this.#id = state.id;
+    this.#collection = state.collection ?? this.#collection;
+    return { reply, cursor, batch: state.batch };
   }
 
   /** The next reply's documents; undefined once the cursor is exhausted. */
@@ -137,6 +130,32 @@ export class RawCursor {
     this.#id = ZERO;
     await this.#session.endSession().catch(() => undefined);
   }
+}
+
+/** What a cursor reply's `cursor` sub-document says: its id (0: exhausted), collection and batch. */
+export interface CursorState {
+  id: Long;
+  /** The collection named by `ns` (a `getMore` names it), when the reply has one. */
+  collection?: string;
+  /** Its `firstBatch` or `nextBatch` array. */
+  batch: RawElement;
+}
+
+/** Reads a reply's `cursor` sub-document (its bytes). */
+export function readCursor(cursor: Uint8Array): CursorState {
+  const id = findElement(cursor, 'id');
+  const idValue = id === undefined ? 0 : decodeValue(cursor, id);
+  const state: CursorState = {
+    id: Long.isLong(idValue) ? idValue : Long.fromNumber(Number(idValue)),
+    batch: findElement(cursor, 'firstBatch') ?? findElement(cursor, 'nextBatch')!,
+  };
+  if (state.batch === undefined || state.batch.type !== BsonType.array) throw new MalformedCursorReply('cursor reply has no batch array');
+  const ns = findElement(cursor, 'ns');
+  if (ns !== undefined && ns.type === BsonType.string) {
+    const name = decodeValue(cursor, ns) as string;
+    state.collection = name.slice(name.indexOf('.') + 1);
+  }
+  return state;
 }
 
 /**

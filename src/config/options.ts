@@ -296,6 +296,17 @@ export const OPTIONS = {
       'through `insertMany` instead (slower; loses BSON with no JavaScript value); `raw` falls back to it with a ' +
       'warning if the installed driver lacks the class it relies on',
   },
+  copyReadPath: {
+    type: 'choice',
+    flag: false,
+    env: 'FERRY_COPY_READ_PATH',
+    choices: ['driver', 'wire'],
+    default: 'driver',
+    help:
+      "`wire` reads each partition on Ferry's own connections to the source's primary, each reply received into a " +
+      'reused buffer; with the `wire` write path its documents are then written from that buffer, not copied ' +
+      '(a replica set with SCRAM or no auth; else `driver`)',
+  },
   workerHeapMB: {
     type: 'integer',
     flag: false,

@@ -17,6 +17,7 @@ import { checkHotDocuments } from './hot-documents.js';
 import type { FerryOptions } from './options.js';
 
 export type WritePath = 'raw' | 'decode' | 'wire';
+export type ReadPath = 'driver' | 'wire';
 
 /** How partitions are copied (the same for every partition of a sync; it crosses to worker threads). */
 export interface CopySettings {
@@ -28,6 +29,8 @@ export interface CopySettings {
   checkpointIntervalMs: number;
   /** `raw`, `wire` or `decode` (`FERRY_COPY_WRITE_PATH`); see src/copy/write-path.ts. */
   writePath: WritePath;
+  /** `driver` (default when absent) or `wire` (`FERRY_COPY_READ_PATH`); see src/copy/reply-reader.ts. */
+  readPath?: ReadPath;
 }
 
 /** How change-event application runs. */
@@ -150,6 +153,7 @@ export function syncSettings(options: FerryOptions): SyncSettings {
       batchesInFlight: options.batchesInFlight,
       checkpointIntervalMs: options.copyCheckpointIntervalMs,
       writePath: options.copyWritePath,
+      readPath: options.copyReadPath,
     },
     cea: {
       applyLanes: options.applyLanes,

@@ -18,7 +18,7 @@ export class BatchBuffers {
   readonly capacity: number;
   readonly #free: Buffer[] = [];
   /** Pooled buffers handed out and not yet released (never handed out again until they are). */
-  readonly #lent = new Set<Buffer>();
+  readonly #lent = new Map<Buffer, number>();
   #allocated = 0;
 
   constructor(bufferBytes: number, capacity: number) {
@@ -45,16 +45,31 @@ export class BatchBuffers {
       let buffer = this.#free.pop();
       if (buffer === undefined && this.#lent.size < this.capacity) buffer = this.#allocate(this.bufferBytes);
       if (buffer !== undefined) {
-        this.#lent.add(buffer);
+        this.#lent.set(buffer, 1);
         return buffer;
       }
     }
     return this.#allocate(Math.max(bytes, this.bufferBytes));
   }
 
+  /**
+   * One more holder of a lent buffer (a read reply whose slices are written as several batches):
+   * it comes back once each holder has released it.
+   */
+  share(buffer: Buffer): void {
+    const holders = this.#lent.get(buffer);
+    if (holders !== undefined) this.#lent.set(buffer, holders + 1);
+  }
+
   /** Takes back a buffer nothing reads any more; one-off buffers are left to the garbage collector. */
   release(buffer: Buffer): void {
-    if (this.#lent.delete(buffer)) this.#free.push(buffer);
+    const holders = this.#lent.get(buffer);
+    if (holders === undefined) return;
+    if (holders > 1) this.#lent.set(buffer, holders - 1);
+    else {
+      this.#lent.delete(buffer);
+      this.#free.push(buffer);
+    }
   }
 
   #allocate(bytes: number): Buffer {

@@ -37,6 +37,11 @@ export interface RawBatch {
    * `BatchBuffers` once the batch is written.
    */
   buffer: Buffer;
+  /**
+   * `bytes` is a slice of a read reply (`buffer`) that other batches share: no room is free
+   * before it (the writer frames it with a header of its own, src/cluster/op-msg.ts).
+   */
+  shared?: boolean;
 }
 
 /** Room the command document and OP_MSG framing take besides the documents (generous). */
@@ -108,34 +113,18 @@ export class Batcher {
    * instead of one allocating copy per document.
    */
   addDocuments(source: Uint8Array, starts: readonly number[], from: number): number {
-    const { maxBytes, maxDocuments } = this.#limits;
     const runStart = starts[from];
     if (runStart === undefined) return from;
-    let used = this.#used;
-    let count = this.#count;
-    let lastStart = this.#lastStart;
-    let write = runStart;
-    let next = from;
-    for (; next < starts.length; next++) {
-      const start = starts[next]!;
-      const size = readInt32LE(source, start);
-      if (count > 0 && (used + size > maxBytes || count >= maxDocuments)) break;
-      if (write !== start) source.copyWithin(write, start, start + size);
-      lastStart = used;
-      used += size;
-      count++;
-      write += size;
-    }
-    const bytes = write - runStart;
-    if (bytes > 0) {
+    const run = packDocuments(source, starts, from, this.#limits, this.#used, this.#count);
+    if (run.bytes > 0) {
       // An empty batch takes any first document, however large (see `add`).
-      this.#buffer ??= this.#buffers.acquire(SECTION_ROOM_BYTES + Math.max(bytes, maxBytes));
-      copyBytes(source, runStart, bytes, this.#buffer, SECTION_ROOM_BYTES + this.#used);
+      this.#buffer ??= this.#buffers.acquire(SECTION_ROOM_BYTES + Math.max(run.bytes, this.#limits.maxBytes));
+      copyBytes(source, runStart, run.bytes, this.#buffer, SECTION_ROOM_BYTES + this.#used);
+      this.#lastStart = this.#used + run.lastStart;
+      this.#used += run.bytes;
+      this.#count += run.count;
     }
-    this.#used = used;
-    this.#count = count;
-    this.#lastStart = lastStart;
-    return next;
+    return run.next;
   }
 
   /** Returns the batch being filled (undefined when empty) and starts a new one. */
@@ -158,6 +147,50 @@ export class Batcher {
   release(batch: RawBatch): void {
     this.#buffers.release(batch.buffer);
   }
+}
+
+/** Documents of a reply moved together by `packDocuments`. */
+export interface PackedRun {
+  /** Index of the first document left out (`starts.length` when all went in). */
+  next: number;
+  /** Their bytes, from `starts[from]` on, back to back. */
+  bytes: number;
+  count: number;
+  /** Offset of the last one from `starts[from]`. */
+  lastStart: number;
+}
+
+/**
+ * Moves documents `starts[from]`, `starts[from + 1]`... of `source` together inside it, over the
+ * array element headers between them (`copyWithin`, no allocation), while they fit a batch that
+ * already holds `used` bytes in `count` documents (an empty batch takes any first document). Only
+ * bytes from `starts[from]` on are touched: a run packed before it, still being written, is not.
+ */
+export function packDocuments(
+  source: Uint8Array,
+  starts: readonly number[],
+  from: number,
+  limits: BatchLimits,
+  used = 0,
+  count = 0,
+): PackedRun {
+  const { maxBytes, maxDocuments } = limits;
+  const runStart = starts[from];
+  if (runStart === undefined) return { next: from, bytes: 0, count: 0, lastStart: 0 };
+  let write = runStart;
+  let lastStart = 0;
+  let next = from;
+  for (; next < starts.length; next++) {
+    const start = starts[next]!;
+    const size = readInt32LE(source, start);
+    if (count > 0 && (used + size > maxBytes || count >= maxDocuments)) break;
+    if (write !== start) source.copyWithin(write, start, start + size);
+    lastStart = write - runStart;
+    used += size;
+    count++;
+    write += size;
+  }
+  return { next, bytes: write - runStart, count: next - from, lastStart };
 }
 
 const bufferCopy = Buffer.prototype.copy;

@@ -29,12 +29,12 @@ import { packValue, unpackDocument, unpackValue } from '../meta/store.js';
 import type { HistogramRecorder } from '../metrics/samples.js';
 import { partitionFindOptions } from '../plan/partitions.js';
 import { BatchBuffers } from './batch-buffers.js';
-import { Batcher, batchLimits, SECTION_ROOM_BYTES, type BatchLimits, type RawBatch } from './batcher.js';
-import { RawCursor } from '../cluster/raw-cursor.js';
+import { Batcher, batchLimits, packDocuments, SECTION_ROOM_BYTES, type BatchLimits, type RawBatch } from './batcher.js';
+import { openReplyReader, wireReadable, type ReadReply } from './reply-reader.js';
 import { RETRY_POLICY, retryDelay, sleep } from '../cluster/retry.js';
 import type { SharedCounters, StopFlag } from './shared-state.js';
 import { Watermark, type BatchMark } from './watermark.js';
-import type { CopySettings, WritePath } from '../config/settings.js';
+import type { CopySettings, ReadPath, WritePath } from '../config/settings.js';
 import { createBatchWriter, lastIdOf, type BatchWriter } from './write-path.js';
 import { isTransient } from '../cluster/errors.js';
 
@@ -68,6 +68,8 @@ export interface PartitionOutcome {
   copiedBytes: number;
   /** The write path used. */
   writePath: WritePath;
+  /** The read path used (its last pass; absent: `driver`). */
+  readPath?: ReadPath;
 }
 
 /** What a copy needs from the thread it runs in. */
@@ -101,11 +103,23 @@ export function readBatchSize(averageDocumentBytes: number, batchBytes: number):
 }
 
 /**
- * A set of batch buffers for one partition: `batchesInFlight` being written and one being filled.
- * Taken from the thread's idle sets (`resources.idleBatchBuffers`) when one fits.
+ * Bytes of a buffer that receives a whole read reply of `readBatchSize` documents: their bytes,
+ * the array's element headers between them (type, index, NUL: at most 8 bytes a document) and the
+ * reply's own fields. A reply larger than this (documents larger than the collection's average)
+ * is received in a buffer of its own.
  */
-function takeBatchBuffers(resources: CopyResources, limits: BatchLimits, batchesInFlight: number): BatchBuffers {
-  const bytes = SECTION_ROOM_BYTES + limits.maxBytes;
+export function replyBufferBytes(averageDocumentBytes: number, batchBytes: number): number {
+  const documents = readBatchSize(averageDocumentBytes, batchBytes);
+  const average = averageDocumentBytes > 0 ? averageDocumentBytes : 1024;
+  return Math.ceil(documents * (average + 8) * 1.125) + 64 * 1024;
+}
+
+/**
+ * A set of batch buffers for one partition: `batchesInFlight` being written and one being filled
+ * (or, lending replies, one being read), of `bytes` each. Taken from the thread's idle sets
+ * (`resources.idleBatchBuffers`) when one fits.
+ */
+function takeBatchBuffers(resources: CopyResources, bytes: number, batchesInFlight: number): BatchBuffers {
   const capacity = batchesInFlight + 1;
   const idle = (resources.idleBatchBuffers ??= []);
   const fitting = idle.findIndex((buffers) => buffers.bufferBytes === bytes && buffers.capacity === capacity);
@@ -126,13 +140,23 @@ export async function copyPartition(task: PartitionTask, resources: CopyResource
     ? { documents: 0, bytes: 0 }
     : { lastId: task.lastId === undefined ? undefined : unpackValue(task.lastId), documents: task.copiedDocs, bytes: task.copiedBytes };
   const limits = batchLimits(task.settings.batchBytes, resources.serverLimits);
-  const buffers = takeBatchBuffers(resources, limits, task.settings.batchesInFlight);
+  // Reading on Ferry's own connections, replies are received into buffers this partition lends;
+  // writing on them too, each reply's documents are written from there (`lendReplies`).
+  const wireRead = task.settings.readPath === 'wire' && (await wireReadable(resources.source));
+  const lendReplies = wireRead && (await writer.takesSharedBatches().catch(() => false));
+  const replyBytes = replyBufferBytes(task.averageDocumentBytes, task.settings.batchBytes);
+  const buffers = takeBatchBuffers(
+    resources,
+    lendReplies ? replyBytes : SECTION_ROOM_BYTES + limits.maxBytes,
+    task.settings.batchesInFlight,
+  );
+  const reading: Reading = { lendReplies, limits, buffers: lendReplies ? buffers : wireRead ? new BatchBuffers(replyBytes, 1) : undefined };
   try {
     // Transient failures in a row without progress; a pass that moved the position starts over
     // from 0, so a long partition survives a few failovers hours apart.
     let failures = 0;
     for (;;) {
-      const run = new PartitionRun(task, resources, writer, position, new Batcher(limits, buffers));
+      const run = new PartitionRun(task, resources, writer, position, new Batcher(limits, buffers), reading);
       try {
         return await run.copy();
       } catch (error) {
@@ -151,6 +175,14 @@ export async function copyPartition(task: PartitionTask, resources: CopyResource
   }
 }
 
+/** How a partition reads: on the driver (no buffers), or on wire connections into `buffers`, lent to the writes or not. */
+interface Reading {
+  buffers: BatchBuffers | undefined;
+  lendReplies: boolean;
+  /** The batches' limits (a lent reply is written in slices within them). */
+  limits: BatchLimits;
+}
+
 /** One pass over a partition from a position; a transient failure ends it and a new pass resumes. */
 class PartitionRun {
   readonly #task: PartitionTask;
@@ -159,8 +191,10 @@ class PartitionRun {
   readonly #watermark: Watermark;
   readonly #inFlight = new Set<Promise<void>>();
   readonly #batcher: Batcher;
+  readonly #reading: Reading;
   #failure: unknown;
   #sequence = 0;
+  #readPath: ReadPath = 'driver';
   /** Totals of the batches issued so far (in read order). */
   #issuedDocuments: number;
   #issuedBytes: number;
@@ -169,9 +203,10 @@ class PartitionRun {
   #checkpointed: BatchMark | undefined;
   readonly #start: Position;
 
-  constructor(task: PartitionTask, resources: CopyResources, writer: BatchWriter, start: Position, batcher: Batcher) {
+  constructor(task: PartitionTask, resources: CopyResources, writer: BatchWriter, start: Position, batcher: Batcher, reading: Reading) {
     this.#task = task;
     this.#batcher = batcher;
+    this.#reading = reading;
     this.#resources = resources;
     this.#writer = writer;
     this.#start = start;
@@ -202,10 +237,13 @@ class PartitionRun {
         : task.order === 'natural'
           ? { hint: { $natural: 1 } }
           : { ...partitionFindOptions({ min: resumeAfter ?? unpackValue(task.min), max: unpackValue(task.max) }), sort: { _id: 1 } };
-    const cursor = RawCursor.find(source, task, {
-      ...bounds,
-      batchSize: readBatchSize(task.averageDocumentBytes, task.settings.batchBytes),
-    });
+    const cursor = openReplyReader(
+      source,
+      task,
+      { ...bounds, batchSize: readBatchSize(task.averageDocumentBytes, task.settings.batchBytes) },
+      this.#reading.buffers,
+    );
+    this.#readPath = cursor.path;
     const batcher = this.#batcher;
     let skipResumePoint = resumeAfter !== undefined;
     let stopped = false;
@@ -226,11 +264,18 @@ class PartitionRun {
           // The range restarts at the checkpoint's `_id` (inclusive): that document is written.
           if (compareBsonValues(readId(buffer, starts[0]!), resumeAfter) === 0) next = 1;
         }
-        // The reply is this loop's alone (nothing else reads it once its documents are batched).
-        while (next < starts.length) {
-          next = batcher.addDocuments(buffer, starts, next);
-          // The full batch goes out before the next one takes a buffer (see BatchBuffers).
-          if (next < starts.length) await this.#issue(batcher.flush()!);
+        try {
+          if (this.#reading.lendReplies) await this.#issueSlices(reply, next);
+          else {
+            // The reply is this loop's alone (nothing else reads it once its documents are batched).
+            while (next < starts.length) {
+              next = batcher.addDocuments(buffer, starts, next);
+              // The full batch goes out before the next one takes a buffer (see BatchBuffers).
+              if (next < starts.length) await this.#issue(batcher.flush()!);
+            }
+          }
+        } finally {
+          cursor.done(reply);
         }
       }
       if (!stopped) {
@@ -259,9 +304,34 @@ class PartitionRun {
       copiedDocs: mark?.documents ?? this.#start.documents,
       copiedBytes: mark?.bytes ?? this.#start.bytes,
       writePath: this.#writer.path,
+      readPath: this.#readPath,
     };
     if (mark !== undefined && task.order === 'id') outcome.lastId = packValue(mark.lastId);
     return outcome;
+  }
+
+  /**
+   * Writes a lent reply's documents from `from` on as batches that are slices of the reply itself:
+   * each run of documents is moved together in place (over the array's element headers) and
+   * written from there, each write holding the reply's buffer until it settles. A later run is
+   * packed after the earlier ones' bytes, so it never touches a slice still being written.
+   */
+  async #issueSlices(reply: ReadReply, from: number): Promise<void> {
+    const { buffer, starts } = reply;
+    const owner = reply.owner!;
+    for (let next = from; next < starts.length;) {
+      const start = starts[next]!;
+      const run = packDocuments(buffer, starts, next, this.#reading.limits);
+      next = run.next;
+      this.#reading.buffers!.share(owner);
+      await this.#issue({
+        bytes: buffer.subarray(start, start + run.bytes),
+        count: run.count,
+        lastStart: run.lastStart,
+        buffer: owner,
+        shared: true,
+      });
+    }
   }
 
   /**

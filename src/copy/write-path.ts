@@ -27,7 +27,7 @@ import { insertDecoded, rawWritesAvailable, writeRaw, type WriteReply } from '..
 import { WireUnsupported, wireWriterOf } from '../cluster/wire-writes.js';
 import type { WritePath } from '../config/settings.js';
 import { CopyWriteRefused } from '../errors/errors.js';
-import { documentStarts, type RawBatch } from './batcher.js';
+import { documentStarts, SECTION_ROOM_BYTES, type RawBatch } from './batcher.js';
 
 /** What one batch write did. */
 export interface WriteOutcome {
@@ -74,6 +74,11 @@ export function availableWritePath(wanted: WritePath): WritePath {
 export interface BatchWriter {
   readonly path: WritePath;
   write(batch: RawBatch): Promise<WriteOutcome>;
+  /**
+   * Whether batches that are slices of a shared buffer (`RawBatch.shared`) go out as they are:
+   * the `wire` path serves this destination. (Any path takes them; the others copy them first.)
+   */
+  takesSharedBatches(): Promise<boolean>;
 }
 
 /** `deserialize` options keeping every type the decode path can keep. */
@@ -88,6 +93,12 @@ export function createBatchWriter(db: Db, collection: string, wanted: WritePath)
     get path() {
       return path;
     },
+    async takesSharedBatches() {
+      if (path !== 'wire') return false;
+      if ((await wire!.unsupported()) === undefined) return true;
+      path = 'raw';
+      return false;
+    },
     async write(batch) {
       if (path === 'wire') {
         try {
@@ -100,13 +111,22 @@ export function createBatchWriter(db: Db, collection: string, wanted: WritePath)
         path = 'raw'; // the driver serves this client from now on
       }
       if (path === 'raw') {
-        // The batch's documents are already back to back, as a document sequence holds them.
-        return checkReply(namespace, batch, await writeRaw(db, 'insert', collection, batch, { bypassDocumentValidation: true }));
+        // The batch's documents are already back to back, as a document sequence holds them (a
+        // shared slice gets the room for its header in a copy).
+        const framed = batch.shared === true ? framedCopy(batch) : batch;
+        return checkReply(namespace, batch, await writeRaw(db, 'insert', collection, framed, { bypassDocumentValidation: true }));
       }
       const decoded = documentStarts(batch).map((start) => deserialize(batch.bytes.subarray(start), DECODE_OPTIONS));
       return checkReply(namespace, batch, await insertDecoded(db.collection(collection), decoded));
     },
   };
+}
+
+/** A shared batch's documents in a buffer of their own, with room before them to frame them. */
+function framedCopy(batch: RawBatch): RawBatch {
+  const buffer = Buffer.allocUnsafe(SECTION_ROOM_BYTES + batch.bytes.byteLength);
+  buffer.set(batch.bytes, SECTION_ROOM_BYTES);
+  return { ...batch, buffer, bytes: buffer.subarray(SECTION_ROOM_BYTES), shared: false };
 }
 
 /** The `_id` of the last document of a batch (a cheap scan of its bytes). */

@@ -1,0 +1,80 @@
+/**
+ * Where a partition's read replies come from (`readPath`, FERRY_COPY_READ_PATH):
+ * - `driver` (default): the driver's `find`/`getMore` with raw replies (src/cluster/raw-cursor.ts);
+ *   the driver allocates each socket chunk and the reply it assembles from them.
+ * - `wire`: Ferry's own connections to the source's primary (src/cluster/wire-reads.ts), each
+ *   reply received into a buffer this reader lends and reuses. When the destination takes shared
+ *   batches too (the `wire` write path), the buffers are the partition's batch buffers and the
+ *   reply's documents are written from where they were received (partition-copier.ts), so a byte
+ *   is copied in user space once at most (the in-place move over the array's element headers).
+ *   Where Ferry's connections cannot serve the source (a mongos, another authentication
+ *   mechanism, unknown TLS options), the driver reads.
+ */
+import type { MongoClient } from 'mongodb';
+import { RawCursor, type RawFindOptions, type ReplyDocuments } from '../cluster/raw-cursor.js';
+import { wirePoolOf } from '../cluster/wire-connection.js';
+import { WireCursor } from '../cluster/wire-reads.js';
+import type { ReadPath } from '../config/settings.js';
+import type { Namespace } from '../domain/namespaces.js';
+import type { BatchBuffers } from './batch-buffers.js';
+
+/** One reply: its documents, and the buffer they were received in (lent, for the `wire` path). */
+export interface ReadReply extends ReplyDocuments {
+  /**
+   * The buffer holding the reply (wire path only), to `share`/`release` with the reader's
+   * BatchBuffers (a reply larger than theirs has one of its own, which they ignore).
+   */
+  owner?: Buffer;
+}
+
+export interface ReplyReader {
+  readonly path: ReadPath;
+  /** The next reply; undefined once the range is read. Its buffer is held until `done`. */
+  next(): Promise<ReadReply | undefined>;
+  /** The loop is done with a reply (its documents batched, or its slices handed to writes that hold it themselves). */
+  done(reply: ReadReply): void;
+  /** Kills the server cursor if still open. */
+  close(): Promise<void>;
+}
+
+/** Whether the `wire` read path can serve `source` (false also on a failure to tell: the driver reads then). */
+export async function wireReadable(source: MongoClient): Promise<boolean> {
+  try {
+    return (await wirePoolOf(source).unsupported()) === undefined;
+  } catch {
+    return false;
+  }
+}
+
+/** A reader of `ns` within `options`: the driver's raw cursor, or (`buffers`) a wire cursor receiving into them. */
+export function openReplyReader(source: MongoClient, ns: Namespace, options: RawFindOptions, buffers?: BatchBuffers): ReplyReader {
+  if (buffers === undefined) {
+    const cursor = RawCursor.find(source, ns, options);
+    return { path: 'driver', next: () => cursor.next(), done: () => undefined, close: () => cursor.close() };
+  }
+  const cursor = WireCursor.find(wirePoolOf(source), ns, options);
+  return {
+    path: 'wire',
+    async next() {
+      if (cursor.exhausted) return undefined;
+      const into = buffers.acquire();
+      try {
+        const reply = await cursor.next(into);
+        if (reply === undefined) {
+          buffers.release(into);
+          return undefined;
+        }
+        // A reply larger than the buffer lent came in one of its own: the lent one is free again.
+        if (reply.message.buffer !== into.buffer) buffers.release(into);
+        return { buffer: reply.buffer, starts: reply.starts, owner: reply.message.buffer === into.buffer ? into : reply.message };
+      } catch (error) {
+        buffers.release(into);
+        throw error;
+      }
+    },
+    done(reply) {
+      if (reply.owner !== undefined) buffers.release(reply.owner);
+    },
+    close: () => cursor.close(),
+  };
+}

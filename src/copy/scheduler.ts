@@ -58,6 +58,7 @@ export class CopyScheduler {
   #wanted: number;
   #stopping = false;
   #warnedPath: WritePath | undefined;
+  #warnedReadPath = false;
   /** What `run` is working through, while it runs. */
   #queue: PartitionRow[] = [];
   #lanes = new Set<Promise<void>>();
@@ -183,6 +184,15 @@ export class CopyScheduler {
           ? 'The raw write path is not available with this driver; documents are decoded and re-encoded'
           : "Ferry's own wire connections cannot serve this destination (not a replica set, or authentication or TLS " +
               'it does not do); the driver writes the batches',
+      );
+    }
+    const readPath = outcome.readPath ?? 'driver';
+    if (readPath !== (this.#settings.readPath ?? 'driver') && !this.#warnedReadPath) {
+      this.#warnedReadPath = true;
+      logger.warn(
+        { wanted: this.#settings.readPath, used: readPath },
+        "Ferry's own wire connections cannot serve this source (not a replica set, or authentication or TLS it does not do); " +
+          'the driver reads the partitions',
       );
     }
     if (outcome.status === 'stopped') return;

@@ -6,7 +6,8 @@
  * Memory of the copy stays bounded by these, whatever the data size: each of `copyWorkers`
  * partitions holds at most `batchesInFlight` batches being written (each a buffer of at most
  * `batchBytes`, or one document up to 16 MiB, plus its framed message while sent), the batch being
- * filled, and one read reply (at most 16 MiB). Change-event application holds at most
+ * filled, and one read reply (at most 16 MiB; with the `wire` read and write paths the replies are
+ * received into those batch buffers and written from them). Change-event application holds at most
  * `maxPendingBytes` of events queued or in flight, plus the change-stream reply being routed. The
  * verifier holds, per range compared at once, one read reply from each cluster (`readBatchBytes`),
  * and at most `maxPendingRechecks` queued documents (the rest wait in the metadata database).

@@ -17,7 +17,10 @@
  * filled, in `batchesInFlight + 1` buffers of `batchBytes` reused from batch to batch and from
  * partition to partition (batch-buffers.ts; a document larger than `batchBytes` gets one of its
  * own), and the current reply (about `batchBytes`, at most 16 MiB), garbage once its documents are
- * copied into batches.
+ * copied into batches. Reading on Ferry's own connections (`readPath: 'wire'`, reply-reader.ts)
+ * with the `wire` write path, the same `batchesInFlight + 1` buffers, sized for a reply, receive
+ * the replies instead, and each reply's documents are written as slices of it (`#issueSlices`):
+ * no batch copy, and a buffer goes back only once every write of its slices has settled.
  *
  * Transient failures (src/cluster/errors.ts) restart the read from the watermark, with the cluster
  * layer's retry policy (src/cluster/retry.ts); anything else fails the partition.
@@ -95,6 +98,13 @@ const MIN_READ_BATCH_BYTES = 1024 * 1024;
 const MAX_READ_BATCH_BYTES = 16 * 1024 * 1024;
 const MAX_READ_BATCH_DOCUMENTS = 100_000;
 
+/**
+ * Share of a batch a lent reply is asked to fill: a reply is written in slices of at most a
+ * batch, so a reply just over a batch would leave a small slice, one more insert to wait for; a
+ * reply of this share of a batch is rarely over it (the documents of a reply vary little in sum).
+ */
+const LENT_REPLY_SHARE = 0.9;
+
 /** Documents per `find`/`getMore` reply for a partition. */
 export function readBatchSize(averageDocumentBytes: number, batchBytes: number): number {
   const bytes = Math.min(MAX_READ_BATCH_BYTES, Math.max(MIN_READ_BATCH_BYTES, batchBytes));
@@ -144,13 +154,19 @@ export async function copyPartition(task: PartitionTask, resources: CopyResource
   // writing on them too, each reply's documents are written from there (`lendReplies`).
   const wireRead = task.settings.readPath === 'wire' && (await wireReadable(resources.source));
   const lendReplies = wireRead && (await writer.takesSharedBatches().catch(() => false));
-  const replyBytes = replyBufferBytes(task.averageDocumentBytes, task.settings.batchBytes);
+  const readBytes = lendReplies ? Math.floor(limits.maxBytes * LENT_REPLY_SHARE) : task.settings.batchBytes;
+  const replyBytes = replyBufferBytes(task.averageDocumentBytes, readBytes);
   const buffers = takeBatchBuffers(
     resources,
     lendReplies ? replyBytes : SECTION_ROOM_BYTES + limits.maxBytes,
     task.settings.batchesInFlight,
   );
-  const reading: Reading = { lendReplies, limits, buffers: lendReplies ? buffers : wireRead ? new BatchBuffers(replyBytes, 1) : undefined };
+  const reading: Reading = {
+    lendReplies,
+    limits,
+    readBytes,
+    buffers: lendReplies ? buffers : wireRead ? new BatchBuffers(replyBytes, 1) : undefined,
+  };
   try {
     // Transient failures in a row without progress; a pass that moved the position starts over
     // from 0, so a long partition survives a few failovers hours apart.
@@ -181,6 +197,8 @@ interface Reading {
   lendReplies: boolean;
   /** The batches' limits (a lent reply is written in slices within them). */
   limits: BatchLimits;
+  /** Bytes of documents a reply is asked for (`readBatchSize`). */
+  readBytes: number;
 }
 
 /** One pass over a partition from a position; a transient failure ends it and a new pass resumes. */
@@ -240,7 +258,7 @@ class PartitionRun {
     const cursor = openReplyReader(
       source,
       task,
-      { ...bounds, batchSize: readBatchSize(task.averageDocumentBytes, task.settings.batchBytes) },
+      { ...bounds, batchSize: readBatchSize(task.averageDocumentBytes, this.#reading.readBytes) },
       this.#reading.buffers,
     );
     this.#readPath = cursor.path;

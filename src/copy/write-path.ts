@@ -13,7 +13,8 @@
  *   vectored write, skipping the driver's two copies of the batch. Authentication (SCRAM), TLS,
  *   the primary's address (from the driver), retryable writes and write concern errors are kept;
  *   where it cannot keep them (not a replica set, another mechanism, unknown TLS options) the
- *   `raw` path serves.
+ *   `raw` path serves. It also takes batches that are slices of a read reply (`shared`, from the
+ *   `wire` read path): their section header goes out as a buffer of its own.
  * - `decode`: each document is deserialized type-faithfully (`promoteValues: false`,
  *   `bsonRegExp: true`, UTF-8 unchecked) and re-serialized by `insertMany`. It costs CPU per
  *   byte, and BSON that has no JavaScript value (the deprecated `undefined`, DBPointer,

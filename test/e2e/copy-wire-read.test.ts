@@ -12,33 +12,18 @@ import { createServer, connect, type Server, type Socket } from 'node:net';
 import { Binary, Int32, Long, MaxKey, MinKey, type Document } from 'bson';
 import { MongoClient } from 'mongodb';
 import { OP_MSG, parseMessage } from '../../src/cluster/op-msg.js';
-import { copyPartition, type CopyResources, type PartitionTask } from '../../src/copy/partition-copier.js';
-import { SharedCounters, StopFlag } from '../../src/copy/shared-state.js';
+import { copyPartition, type PartitionTask } from '../../src/copy/partition-copier.js';
+import { StopFlag } from '../../src/copy/shared-state.js';
 import type { WritePath } from '../../src/config/settings.js';
 import { packValue } from '../../src/meta/store.js';
-import { HistogramSet } from '../../src/metrics/histograms.js';
 import { spawnCluster, type ClusterHandle } from '../cluster/index.js';
+import { assertCopiedEqual, partitionResources, withUser as withRoot } from './wire-helpers.js';
 
 const ROOT = { user: 'root', password: 'wire-read-pw-1234', roles: ['root'] };
 const DB = 'wire_read';
 const COUNT = 3000;
 
-const withUser = (uri: string) => {
-  const url = new URL(uri);
-  url.username = ROOT.user;
-  url.password = ROOT.password;
-  url.searchParams.set('authSource', 'admin');
-  return url.toString();
-};
-
-/** Every document of a collection as raw bytes, in `_id` order. */
-async function rawDocuments(client: MongoClient, coll: string): Promise<Buffer[]> {
-  return (await client
-    .db(DB)
-    .collection(coll)
-    .find({}, { sort: { _id: 1 }, raw: true })
-    .toArray()) as unknown as Buffer[];
-}
+const withUser = (uri: string) => withRoot(uri, ROOT);
 
 /**
  * A partition of the whole collection, read ~50 documents a reply (the average size said is larger
@@ -56,18 +41,6 @@ function task(coll: string, writePath: WritePath = 'wire'): PartitionTask {
     copiedBytes: 0,
     averageDocumentBytes: 20_000,
     settings: { batchBytes: 16 * 1024, batchesInFlight: 2, checkpointIntervalMs: 0, writePath, readPath: 'wire' },
-  };
-}
-
-function resources(source: MongoClient, destination: MongoClient, stop = new StopFlag()): CopyResources & { histograms: HistogramSet } {
-  return {
-    source,
-    destination,
-    checkpoint: async () => {},
-    histograms: new HistogramSet(),
-    counters: new SharedCounters(),
-    stop,
-    idleBatchBuffers: [],
   };
 }
 
@@ -167,19 +140,19 @@ describe('the wire read path [test cluster]', () => {
   });
 
   it('reads on its own SCRAM connections and writes each reply from where it was received, byte for byte', async () => {
-    const outcome = await copyPartition(task('both'), resources(source, destination));
+    const outcome = await copyPartition(task('both'), partitionResources(source, destination));
     assert.equal(outcome.readPath, 'wire', 'the wire read path served');
     assert.equal(outcome.writePath, 'wire');
     assert.equal(outcome.copiedDocs, COUNT);
-    assert.deepEqual(await rawDocuments(destination, 'both'), await rawDocuments(source, 'both'));
+    await assertCopiedEqual(source, destination, DB, 'both', COUNT);
   });
 
   it('reads on its own connections for the driver write path too, byte for byte', async () => {
-    const outcome = await copyPartition(task('driverWrite', 'raw'), resources(source, destination));
+    const outcome = await copyPartition(task('driverWrite', 'raw'), partitionResources(source, destination));
     assert.equal(outcome.readPath, 'wire');
     assert.equal(outcome.writePath, 'raw');
     assert.equal(outcome.copiedDocs, COUNT);
-    assert.deepEqual(await rawDocuments(destination, 'driverWrite'), await rawDocuments(source, 'driverWrite'));
+    await assertCopiedEqual(source, destination, DB, 'driverWrite', COUNT);
   });
 
   it('converges with nothing lost or duplicated when the source drops the connection in the middle of a reply', async () => {
@@ -189,12 +162,11 @@ describe('the wire read path [test cluster]', () => {
     );
     const proxied = await MongoClient.connect(proxy.uri);
     try {
-      const outcome = await copyPartition(task('cutReply'), resources(proxied, destination));
+      const outcome = await copyPartition(task('cutReply'), partitionResources(proxied, destination));
       assert.equal(proxy.cut(), 2, 'two replies were cut short');
       assert.equal(outcome.readPath, 'wire');
       assert.equal(outcome.copiedDocs, COUNT);
-      assert.equal(await destination.db(DB).collection('cutReply').countDocuments(), COUNT);
-      assert.deepEqual(await rawDocuments(destination, 'cutReply'), await rawDocuments(source, 'cutReply'));
+      await assertCopiedEqual(source, destination, DB, 'cutReply', COUNT);
     } finally {
       await proxied.close();
       await proxy.close();
@@ -213,14 +185,13 @@ describe('the wire read path [test cluster]', () => {
     });
     const proxied = await MongoClient.connect(proxy.uri);
     try {
-      const outcome = await copyPartition(task('killed'), resources(proxied, destination));
+      const outcome = await copyPartition(task('killed'), partitionResources(proxied, destination));
       const finds = proxy.commands.filter((command) => command.find === 'killed');
       assert.equal(finds.length, 2, 'the read started again once, after CursorNotFound');
       assert.notDeepEqual(finds[1]!.min, { _id: new MinKey() }, 'from its position, not from the start');
       assert.equal(outcome.readPath, 'wire');
       assert.equal(outcome.copiedDocs, COUNT);
-      assert.equal(await destination.db(DB).collection('killed').countDocuments(), COUNT);
-      assert.deepEqual(await rawDocuments(destination, 'killed'), await rawDocuments(source, 'killed'));
+      await assertCopiedEqual(source, destination, DB, 'killed', COUNT);
     } finally {
       await proxied.close();
       await proxy.close();
@@ -235,10 +206,10 @@ describe('the wire read path [test cluster]', () => {
       data: { failCommands: ['getMore'], errorCode: 13435 },
     });
     try {
-      const outcome = await copyPartition(task('steppedDown'), resources(source, destination));
+      const outcome = await copyPartition(task('steppedDown'), partitionResources(source, destination));
       assert.equal(outcome.readPath, 'wire');
       assert.equal(outcome.copiedDocs, COUNT);
-      assert.deepEqual(await rawDocuments(destination, 'steppedDown'), await rawDocuments(source, 'steppedDown'));
+      await assertCopiedEqual(source, destination, DB, 'steppedDown', COUNT);
       const failPoint = await source.db('admin').command({ configureFailPoint: 'failCommand', mode: 'off' });
       assert.equal(failPoint.count, 1, 'the copy met the refusal');
     } finally {
@@ -255,7 +226,7 @@ describe('the wire read path [test cluster]', () => {
     });
     const proxied = await MongoClient.connect(proxy.uri);
     try {
-      const outcome = await copyPartition(task('stopped'), resources(proxied, destination, stop));
+      const outcome = await copyPartition(task('stopped'), partitionResources(proxied, destination, stop));
       assert.equal(outcome.status, 'stopped');
       assert.ok(outcome.copiedDocs > 0 && outcome.copiedDocs < COUNT);
       const kills = proxy.commands.filter((command) => command.killCursors === 'stopped');

@@ -11,11 +11,10 @@ import { createServer, connect, type Server, type Socket } from 'node:net';
 import { readFileSync } from 'node:fs';
 import { Int32, MaxKey, MinKey, type Document } from 'bson';
 import { MongoClient } from 'mongodb';
-import { copyPartition, type CopyResources, type PartitionTask } from '../../src/copy/partition-copier.js';
-import { SharedCounters, StopFlag } from '../../src/copy/shared-state.js';
+import { copyPartition, type PartitionTask } from '../../src/copy/partition-copier.js';
 import { packValue } from '../../src/meta/store.js';
-import { HistogramSet } from '../../src/metrics/histograms.js';
 import { spawnCluster, type ClusterHandle } from '../cluster/index.js';
+import { assertCopiedEqual, partitionResources, withUser as withRoot } from './wire-helpers.js';
 import { compareClusters, temporaryIndexForm } from '../../scripts/lib/compare-clusters.js';
 import { temporaryCollectionOptions } from '../../src/plan/collection-options.js';
 import { copyFinished, startFerry } from './ferry-process.js';
@@ -24,22 +23,7 @@ const ROOT = { user: 'root', password: 'wire-pw-1234', roles: ['root'] };
 const DB = 'wire_copy';
 const COUNT = 3000;
 
-const withUser = (uri: string) => {
-  const url = new URL(uri);
-  url.username = ROOT.user;
-  url.password = ROOT.password;
-  url.searchParams.set('authSource', 'admin');
-  return url.toString();
-};
-
-/** Every document of a collection as raw bytes, in `_id` order. */
-async function rawDocuments(client: MongoClient, coll: string): Promise<Buffer[]> {
-  return (await client
-    .db(DB)
-    .collection(coll)
-    .find({}, { sort: { _id: 1 }, raw: true })
-    .toArray()) as unknown as Buffer[];
-}
+const withUser = (uri: string) => withRoot(uri, ROOT);
 
 function task(coll: string): PartitionTask {
   return {
@@ -53,17 +37,6 @@ function task(coll: string): PartitionTask {
     copiedBytes: 0,
     averageDocumentBytes: 300,
     settings: { batchBytes: 16 * 1024, batchesInFlight: 2, checkpointIntervalMs: 0, writePath: 'wire' },
-  };
-}
-
-function resources(source: MongoClient, destination: MongoClient): CopyResources & { histograms: HistogramSet } {
-  return {
-    source,
-    destination,
-    checkpoint: async () => {},
-    histograms: new HistogramSet(),
-    counters: new SharedCounters(),
-    stop: new StopFlag(),
   };
 }
 
@@ -140,10 +113,10 @@ describe('the wire write path [test cluster]', () => {
   });
 
   it('logs in with SCRAM on its own connections and copies byte for byte', async () => {
-    const outcome = await copyPartition(task('logged'), resources(source, destination));
+    const outcome = await copyPartition(task('logged'), partitionResources(source, destination));
     assert.equal(outcome.writePath, 'wire', 'the wire path served (it did not step aside for the driver)');
     assert.equal(outcome.copiedDocs, COUNT);
-    assert.deepEqual(await rawDocuments(destination, 'logged'), await rawDocuments(source, 'logged'));
+    await assertCopiedEqual(source, destination, DB, 'logged', COUNT);
   });
 
   it('converges with nothing lost or duplicated when the destination drops the connection after taking a batch', async () => {
@@ -151,12 +124,11 @@ describe('the wire write path [test cluster]', () => {
     const proxy = await droppingProxy(Number(new URL(destinationCluster.uri).port), new Set([3, 4]));
     const proxied = await MongoClient.connect(withUser(`mongodb://127.0.0.1:${proxy.port}/?directConnection=true`));
     try {
-      const outcome = await copyPartition(task('dropped'), resources(source, proxied));
+      const outcome = await copyPartition(task('dropped'), partitionResources(source, proxied));
       assert.equal(proxy.dropped(), 2, 'the proxy dropped two connections mid-batch');
       assert.equal(outcome.writePath, 'wire');
       assert.equal(outcome.copiedDocs, COUNT);
-      assert.equal(await destination.db(DB).collection('dropped').countDocuments(), COUNT);
-      assert.deepEqual(await rawDocuments(destination, 'dropped'), await rawDocuments(source, 'dropped'));
+      await assertCopiedEqual(source, destination, DB, 'dropped', COUNT);
     } finally {
       await proxied.close();
       await proxy.close();
@@ -171,10 +143,10 @@ describe('the wire write path [test cluster]', () => {
       data: { failCommands: ['insert'], errorCode: 10107 },
     });
     try {
-      const outcome = await copyPartition(task('failover'), resources(source, destination));
+      const outcome = await copyPartition(task('failover'), partitionResources(source, destination));
       assert.equal(outcome.writePath, 'wire');
       assert.equal(outcome.copiedDocs, COUNT);
-      assert.deepEqual(await rawDocuments(destination, 'failover'), await rawDocuments(source, 'failover'));
+      await assertCopiedEqual(source, destination, DB, 'failover', COUNT);
       // The copy met both refusals: inserts now (one attempt each, no retry) go through.
       for (const _id of [1, 2]) assert.equal((await destination.db(DB).command({ insert: 'probe', documents: [{ _id }] })).n, 1);
     } finally {

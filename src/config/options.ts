@@ -289,23 +289,24 @@ export const OPTIONS = {
     flag: false,
     env: 'FERRY_COPY_WRITE_PATH',
     choices: ['raw', 'wire', 'decode'],
-    default: 'raw',
     help:
-      "`wire` sends each batch on Ferry's own connections to the primary, framed once and written with vectored I/O " +
-      '(a replica set with SCRAM or no auth; else `raw`); `decode` deserializes and re-encodes each document ' +
-      'through `insertMany` instead (slower; loses BSON with no JavaScript value); `raw` falls back to it with a ' +
-      'warning if the installed driver lacks the class it relies on',
+      "default `wire` where Ferry's own connections serve the destination (a replica set with SCRAM or no " +
+      'authentication, TLS with CA and client-certificate files), else `raw` (bench/RESULTS.md, "Copy: the wire read ' +
+      'path"). `wire` sends each batch on those connections to the primary, framed once and written with vectored ' +
+      'I/O; `raw` through the driver, the documents as they were read; `decode` deserializes and re-encodes each ' +
+      'document through `insertMany` (slower; loses BSON with no JavaScript value), and `raw` falls back to it ' +
+      'if the installed driver lacks the class it relies on. A path set here and not available is warned about',
   },
   copyReadPath: {
     type: 'choice',
     flag: false,
     env: 'FERRY_COPY_READ_PATH',
     choices: ['driver', 'wire'],
-    default: 'driver',
     help:
-      "`wire` reads each partition on Ferry's own connections to the source's primary, each reply received into a " +
-      'reused buffer; with the `wire` write path its documents are then written from that buffer, not copied ' +
-      '(a replica set with SCRAM or no auth; else `driver`)',
+      "default `wire` where Ferry's own connections serve the source (as for `FERRY_COPY_WRITE_PATH`), else " +
+      "`driver`. `wire` reads each partition on Ferry's own connections to the source's primary, each reply " +
+      'received into a reused buffer; with the `wire` write path its documents are written from that buffer, not ' +
+      'copied; `driver` reads through the driver',
   },
   workerHeapMB: {
     type: 'integer',

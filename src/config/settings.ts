@@ -28,10 +28,15 @@ export interface CopySettings {
   batchesInFlight: number;
   /** Least time between two checkpoints of a partition, in ms (`FERRY_CHECKPOINT_INTERVAL_MS`). */
   checkpointIntervalMs: number;
-  /** `raw`, `wire` or `decode` (`FERRY_COPY_WRITE_PATH`); see src/copy/write-path.ts. */
+  /** `raw`, `wire` (the default) or `decode` (`FERRY_COPY_WRITE_PATH`); see src/copy/write-path.ts. */
   writePath: WritePath;
-  /** `driver` (default when absent) or `wire` (`FERRY_COPY_READ_PATH`); see src/copy/reply-reader.ts. */
+  /** `driver` (when absent) or `wire` (`FERRY_COPY_READ_PATH`); see src/copy/reply-reader.ts. */
   readPath?: ReadPath;
+  /**
+   * Which paths the operator set (`FERRY_COPY_*_PATH`): falling back from one of those is warned
+   * about; from the default `wire`, on a deployment it cannot serve (a mongos), it is expected.
+   */
+  chosenPaths?: { read: boolean; write: boolean };
 }
 
 /** How change-event application runs. */
@@ -153,8 +158,10 @@ export function syncSettings(options: FerryOptions): SyncSettings {
       batchBytes: options.batchBytes,
       batchesInFlight: options.batchesInFlight,
       checkpointIntervalMs: options.copyCheckpointIntervalMs,
-      writePath: options.copyWritePath,
-      readPath: options.copyReadPath,
+      // Ferry's own connections by default; each path falls back to the driver where they cannot serve.
+      writePath: options.copyWritePath ?? 'wire',
+      readPath: options.copyReadPath ?? 'wire',
+      chosenPaths: { read: options.copyReadPath !== undefined, write: options.copyWritePath !== undefined },
     },
     cea: {
       applyLanes: options.applyLanes,

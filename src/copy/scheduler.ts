@@ -176,7 +176,9 @@ export class CopyScheduler {
     logger.debug({ ns: row.key.ns, partition: row.key.index, resumedAfter: row.lastId }, 'Copying partition');
     const { outcome, samples } = await pool.run(task);
     histograms.recordSamples(samples);
-    if (outcome.writePath !== this.#settings.writePath && this.#warnedPath === undefined) {
+    const chosen = this.#settings.chosenPaths ?? { read: true, write: true };
+    const expectedFallback = outcome.writePath === 'raw' && !chosen.write;
+    if (outcome.writePath !== this.#settings.writePath && this.#warnedPath === undefined && !expectedFallback) {
       this.#warnedPath = outcome.writePath;
       logger.warn(
         { wanted: this.#settings.writePath, used: outcome.writePath },
@@ -187,7 +189,7 @@ export class CopyScheduler {
       );
     }
     const readPath = outcome.readPath ?? 'driver';
-    if (readPath !== (this.#settings.readPath ?? 'driver') && !this.#warnedReadPath) {
+    if (readPath !== (this.#settings.readPath ?? 'driver') && !this.#warnedReadPath && chosen.read) {
       this.#warnedReadPath = true;
       logger.warn(
         { wanted: this.#settings.readPath, used: readPath },

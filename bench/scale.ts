@@ -6,9 +6,12 @@
  * settings, not by the data).
  *
  *   npm run bench:scale -- [--sizes 50,200,800] [--seed 1] [--loadLevel 3] [--ferryEnv NAME=value] [--baseline]
- *                           [--cpuProf dir] [--out bench/results]
+ *                           [--mongoTools dir] [--cpuProf dir] [--out bench/results]
  *
- * `--baseline` also copies each size with the baseline copier.
+ * `--baseline` also copies each size with the baseline copier. `--mongoTools <dir>` (or
+ * `MONGO_TOOLS_DIR`) also copies each size with `mongodump | mongorestore` in bench:copy's three
+ * configurations; Ferry is then timed from `start` to `canCommit`, as bench:copy does, and every
+ * destination is compared with the source.
  *
  * The namespaces axis (`--namespaces 1000,10000`, `none` to skip; `--sizes none` skips the sizes)
  * copies sources of that many one-document collections, each with `--indexesPerCollection`
@@ -28,6 +31,7 @@ import { runIfEntryPoint } from '../scripts/lib/entry-point.js';
 import { spawnCluster } from '../test/cluster/index.js';
 import { copyWorkload, describeMeasurement, measureBaselineCopy, measureFerryCopy, type CopyMeasurement } from './lib/copy-runs.js';
 import { fillNamespaces } from './lib/namespaces.js';
+import { measurePeerCopy, missingTools, PEER_CONFIGURATIONS, type PeerMeasurement } from './lib/peer-copy.js';
 import { UsageSampler } from './lib/process-usage.js';
 import { DEFAULT_RESULTS_DIR, machineInfo, MiB, round, writeResult } from './lib/results.js';
 import { sweepChartSvg, sweepSubtitle } from './lib/sweep-chart.js';
@@ -56,6 +60,11 @@ export interface ScaleBenchmarkOptions {
   cpuProf?: string;
   /** Also measure the baseline copier at each size. Default false. */
   baseline?: boolean;
+  /**
+   * Directory holding `mongodump` and `mongorestore`: each size is also copied by them
+   * (PEER_CONFIGURATIONS). Default `MONGO_TOOLS_DIR`, else none.
+   */
+  mongoTools?: string;
   /** Directory of `scale.json`. Default `bench/results/`. */
   out?: string;
   print?: (line: string) => void;
@@ -68,6 +77,10 @@ export interface ScalePoint {
   documents: number;
   ferry: CopyMeasurement;
   baseline?: CopyMeasurement;
+  /** With `mongoTools`: each configuration of `mongodump | mongorestore`, verified equal. */
+  peers?: PeerMeasurement[];
+  /** With `mongoTools`: Ferry's throughput over the fastest peer's. */
+  ratioToBestPeer?: number;
   /** Peak RSS of each test cluster after the copy, MiB (they hold the data in memory). */
   sourceClusterPeakRssMB: number;
 }
@@ -134,6 +147,9 @@ export async function runScaleBenchmark(options: ScaleBenchmarkOptions = {}): Pr
   const namespaces = [...(options.namespaces ?? [1000, 10000])].sort((a, b) => a - b);
   const print = options.print ?? ((line: string) => console.log(line));
   const ferryFlags = options.loadLevel === undefined ? [] : ['--loadLevel', String(options.loadLevel)];
+  const mongoTools = options.mongoTools ?? process.env.MONGO_TOOLS_DIR;
+  const missing = mongoTools === undefined ? undefined : missingTools(mongoTools);
+  if (missing !== undefined) throw new Error(`--mongoTools: ${missing}`);
   const sampler = new UsageSampler();
   const points: ScalePoint[] = [];
   const namespacePoints: NamespacePoint[] = [];
@@ -146,13 +162,34 @@ export async function runScaleBenchmark(options: ScaleBenchmarkOptions = {}): Pr
         const report = await generateDataset({ uri: source.uri, sizeMB, seed: options.seed ?? 1 });
         const workload = copyWorkload(report);
         print(`${sizeMB} MB: ${(report.totalBytes / MiB).toFixed(1)} MB in ${report.totalDocuments} documents`);
-        const run = { source, workload, sampler, ferryFlags, ...(options.ferryEnv === undefined ? {} : { ferryEnv: options.ferryEnv }) };
+        const run = {
+          source,
+          workload,
+          sampler,
+          ferryFlags,
+          ...(options.ferryEnv === undefined ? {} : { ferryEnv: options.ferryEnv }),
+          // Against the tools, Ferry's clock runs to canCommit and every destination is compared, as in bench:copy.
+          ...(mongoTools === undefined ? {} : { until: 'canCommit' as const, verify: true }),
+        };
         const ferry = await measureFerryCopy({ ...run, ...profileOf(options) });
         print(`  ${describeMeasurement(ferry)}`);
         const point: ScalePoint = { sizeMB, bytes: report.totalBytes, documents: report.totalDocuments, ferry, sourceClusterPeakRssMB: 0 };
         if (options.baseline === true) {
           point.baseline = await measureBaselineCopy(run);
           print(`  ${describeMeasurement(point.baseline)}`);
+        }
+        if (mongoTools !== undefined) {
+          point.peers = [];
+          for (const configuration of PEER_CONFIGURATIONS) {
+            const peer = await measurePeerCopy(run, mongoTools, configuration);
+            point.peers.push(peer);
+            print(`  ${peer.error === undefined ? describeMeasurement(peer) : `${peer.copier} FAILED: ${peer.error}`}`);
+          }
+          const best = Math.max(...point.peers.filter((peer) => peer.error === undefined).map((peer) => peer.MBps));
+          if (Number.isFinite(best)) {
+            point.ratioToBestPeer = round(ferry.MBps / best);
+            print(`  Ferry / best peer throughput: ${point.ratioToBestPeer}x`);
+          }
         }
         point.sourceClusterPeakRssMB = round(sampler.usage('source').peakRssMB, 1);
         points.push(point);
@@ -331,6 +368,7 @@ async function main(argv: string[]): Promise<void> {
     .option('--sweepSizeMB <n>', 'size of the sweep source, MiB', positiveInteger, 200)
     .option('--cpuProf <dir>', "write CPU profiles of Ferry's threads here (node --cpu-prof)")
     .option('--baseline', 'also measure the baseline copier at each size', false)
+    .option('--mongoTools <dir>', 'also copy each size with mongodump | mongorestore from this directory (default MONGO_TOOLS_DIR)')
     .option('--out <dir>', 'directory of scale.json', DEFAULT_RESULTS_DIR)
     .parse(argv)
     .opts<ScaleBenchmarkOptions>();

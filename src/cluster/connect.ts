@@ -10,9 +10,20 @@ import type { ClusterEndpoint } from '../domain/clusters.js';
 /**
  * How long a cluster may take to be found, and a connection to be opened, before an operation
  * fails (the driver's default is 30 s): an unreachable cluster is reported as ClusterUnreachable
- * after this long, and a retried operation (retry.ts) waits at most this long per attempt.
+ * after this long, and a retried operation (retry.ts) waits at most this long per attempt. A
+ * connection string's own `serverSelectionTimeoutMS` or `connectTimeoutMS` wins over it.
  */
 export const CLUSTER_TIMEOUT_MS = 10_000;
+
+/** Ferry's timeouts for the options the connection string leaves unset (the driver lets its options object win over the string's). */
+function defaultTimeouts(uri: string): { serverSelectionTimeoutMS?: number; connectTimeoutMS?: number } {
+  // The driver reads URI options case-insensitively.
+  const given = new Set([...new ConnectionString(uri).searchParams.keys()].map((key) => key.toLowerCase()));
+  return {
+    ...(given.has('serverselectiontimeoutms') ? {} : { serverSelectionTimeoutMS: CLUSTER_TIMEOUT_MS }),
+    ...(given.has('connecttimeoutms') ? {} : { connectTimeoutMS: CLUSTER_TIMEOUT_MS }),
+  };
+}
 
 /** A cluster Ferry works with: where it is, and the client to reach it. */
 export interface Cluster {
@@ -32,8 +43,7 @@ export function connect(target: ClusterEndpoint | string, options: ConnectOption
   const uri = typeof target === 'string' ? target : target.uri;
   return new MongoClient(uri, {
     appName: options.appName ?? 'ferry',
-    serverSelectionTimeoutMS: CLUSTER_TIMEOUT_MS,
-    connectTimeoutMS: CLUSTER_TIMEOUT_MS,
+    ...defaultTimeouts(uri),
     ...(options.maxPoolSize === undefined ? {} : { maxPoolSize: options.maxPoolSize }),
   });
 }

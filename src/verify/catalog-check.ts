@@ -191,14 +191,18 @@ export async function checkNamespace(
   if (sourceIndexes === undefined || destinationIndexes === undefined) return check;
   const expected = expectedIndexes(sourceIndexes, onSource.options, request, form);
   const actual = new Map(destinationIndexes.map((spec) => [String(spec.name), withoutVersion(spec)]));
-  const shardKey = await shardKeyOf(destination, ns);
+  // Read only when an index is on the destination alone: most checks need no extra round trip.
+  let shardKey: Promise<Document | undefined> | undefined;
   for (const index of new Set([...expected.keys(), ...actual.keys()])) {
     const want = expected.get(index);
     const have = actual.get(index);
     if (want !== undefined && have !== undefined && sameDefinition(want, have)) continue;
     // An index on the destination's shard key that the source lacks is the one sharding needed
     // (created with createSupportingIndexes, or a placeholder for one buildIndexes leaves out).
-    if (want === undefined && shardKey !== undefined && sameDefinition({ key: have!.key }, { key: shardKey })) continue;
+    if (want === undefined) {
+      const key = await (shardKey ??= shardKeyOf(destination, ns));
+      if (key !== undefined && sameDefinition({ key: have!.key }, { key })) continue;
+    }
     const detail =
       have === undefined
         ? `index ${JSON.stringify(index)} missing on the destination`

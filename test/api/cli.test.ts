@@ -15,9 +15,10 @@ import { MongoClient } from 'mongodb';
 import { startClusterPair, type ClusterPair } from '../helpers/clusters.js';
 
 const MAIN = fileURLToPath(new URL('../../src/cli/main.js', import.meta.url));
-// Nothing connects to these until a start request: fine for everything but preflight.
-const URI0 = 'mongodb://ferry:pw-zero-secret@db0.example.net:27018/?replicaSet=rs0';
-const URI1 = 'mongodb://ferry:pw-one-secret@db1.example.net:27019/?replicaSet=rs1';
+// These hosts do not exist: the recovery every start begins with gives up after the strings' own
+// 0.5 s server selection timeout instead of Ferry's 10 s. Fine for everything but preflight.
+const URI0 = 'mongodb://ferry:pw-zero-secret@db0.example.net:27018/?replicaSet=rs0&serverSelectionTimeoutMS=500';
+const URI1 = 'mongodb://ferry:pw-one-secret@db1.example.net:27019/?replicaSet=rs1&serverSelectionTimeoutMS=500';
 
 function runToExit(args: string[], env: Record<string, string> = {}) {
   // A bound on the wait: a Ferry that starts instead of refusing would otherwise never exit.

@@ -2,15 +2,7 @@
 // the issue asks for, consistent with each other.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { notPositive, readResult, resultsDir, runScript } from './run-script.js';
-
-/** MongoDB's tools beside the project (`../shared/peers/mongo-tools/`), or MONGO_TOOLS_DIR. */
-const TOOLS =
-  process.env.MONGO_TOOLS_DIR ?? join(fileURLToPath(new URL('../../../', import.meta.url)), '..', 'shared', 'peers', 'mongo-tools');
-const toolsMissing = ['mongodump', 'mongorestore'].some((tool) => !existsSync(join(TOOLS, tool)));
+import { MONGO_TOOLS, mongoToolsSkip, notPositive, readResult, resultsDir, runScript } from './run-script.js';
 
 describe('bench:copy', () => {
   it('copies the same data with Ferry and the baseline and writes copy.json with every figure', async () => {
@@ -40,10 +32,10 @@ describe('bench:copy', () => {
 
   it(
     "compares against MongoDB's mongodump | mongorestore in three configurations, every destination verified equal",
-    { skip: toolsMissing ? `MongoDB's tools are not in ${TOOLS}` : false },
+    { skip: mongoToolsSkip },
     async () => {
       const out = resultsDir();
-      const run = await runScript('bench/copy.js', ['--sizeMB', '2', '--seed', '5', '--mongoTools', TOOLS, '--out', out]);
+      const run = await runScript('bench/copy.js', ['--sizeMB', '2', '--seed', '5', '--mongoTools', MONGO_TOOLS, '--out', out]);
       assert.equal(run.code, 0, run.stderr);
       const result = readResult(out, 'copy');
       assert.equal(result.ferryUntil, 'canCommit');

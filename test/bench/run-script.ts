@@ -3,10 +3,19 @@
  * result file it wrote. (Not a test file: helpers for the smoke tests.)
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+
+/** MongoDB's tools beside the project (`../shared/peers/mongo-tools/`), or MONGO_TOOLS_DIR. */
+export const MONGO_TOOLS =
+  process.env.MONGO_TOOLS_DIR ?? join(fileURLToPath(new URL('../../../', import.meta.url)), '..', 'shared', 'peers', 'mongo-tools');
+
+/** Why a comparison with the tools is skipped here (they are not there), or false. */
+export const mongoToolsSkip = ['mongodump', 'mongorestore'].some((tool) => !existsSync(join(MONGO_TOOLS, tool)))
+  ? `MongoDB's tools are not in ${MONGO_TOOLS}`
+  : false;
 
 export interface ScriptRun {
   code: number | null;

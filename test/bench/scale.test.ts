@@ -4,7 +4,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { notPositive, readResult, resultsDir, runScript } from './run-script.js';
+import { MONGO_TOOLS, mongoToolsSkip, notPositive, readResult, resultsDir, runScript } from './run-script.js';
 
 describe('bench:scale', () => {
   it('copies each size and reports how time, CPU and memory grow', async () => {
@@ -33,6 +33,35 @@ describe('bench:scale', () => {
     assert.equal(result.namespaceGrowth.namespaces, 3);
     assert.deepEqual(notPositive(result.namespaceGrowth, ['time', 'cpu']), []);
   });
+
+  it(
+    'also copies each size with mongodump | mongorestore, every destination compared with the source',
+    { skip: mongoToolsSkip },
+    async () => {
+      const out = resultsDir();
+      const run = await runScript('bench/scale.js', ['--sizes', '1', '--namespaces', 'none', '--mongoTools', MONGO_TOOLS, '--out', out]);
+      assert.equal(run.code, 0, run.stderr);
+      const [point] = readResult(out, 'scale').points;
+      assert.equal(point.ferry.equal, true, 'Ferry, timed to canCommit, left an equal destination');
+      assert.deepEqual(
+        point.peers.map((peer: Record<string, unknown>) => [peer.restoreFlags, peer.equal]),
+        [
+          [[], true],
+          [['--numParallelCollections', '4', '--numInsertionWorkersPerCollection', '4'], true],
+          [['--numParallelCollections', '4', '--numInsertionWorkersPerCollection', '4', '--noIndexRestore'], true],
+        ],
+      );
+      for (const peer of point.peers) {
+        assert.deepEqual(
+          notPositive(peer, ['MBps', 'cpuSecondsPerGB', 'peakRssMB', 'destinationCpuSecondsPerGB']),
+          [],
+          JSON.stringify(peer),
+        );
+      }
+      const best = Math.max(...point.peers.map((peer: { MBps: number }) => peer.MBps));
+      assert.ok(Math.abs(point.ratioToBestPeer - point.ferry.MBps / best) < 0.01, JSON.stringify(point));
+    },
+  );
 
   it('sweeps copyWorkers × batchBytes on one source and names the fastest and the cheapest settings', async () => {
     const out = resultsDir();

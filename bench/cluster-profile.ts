@@ -16,19 +16,7 @@ import { pathToFileURL } from 'node:url';
 import { Command } from 'commander';
 import { positiveInteger } from '../scripts/lib/cli-numbers.js';
 import type { ProfileWindow } from './lib/copy-runs.js';
-
-interface ProfileNode {
-  id: number;
-  callFrame: { functionName: string; url: string; lineNumber: number };
-  children?: number[];
-}
-
-interface CpuProfile {
-  nodes: ProfileNode[];
-  startTime: number;
-  samples: number[];
-  timeDeltas: number[];
-}
+import type { CpuProfile, ProfileNode } from './profile-summary.js';
 
 /**
  * Kinds of work, tried in order on a sample's stack (leaf to root, first match wins per kind's

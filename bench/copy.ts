@@ -32,6 +32,7 @@ import {
   measureBaselineCopy,
   measureFerryCopy,
   type CopyMeasurement,
+  type CopyStage,
 } from './lib/copy-runs.js';
 import { UsageSampler } from './lib/process-usage.js';
 import { measurePeerCopy, missingTools, PEER_CONFIGURATIONS, type PeerMeasurement } from './lib/peer-copy.js';
@@ -93,6 +94,25 @@ export interface CopyBenchmarkResult {
   /** Where Ferry's clock stopped: the copy complete, or `canCommit` (when peers are compared). */
   ferryUntil: 'copy' | 'canCommit';
   ferryDestinationCpuSecondsPerGB: number;
+  /** The destination's CPU seconds over Ferry's seconds (medians): 1 means it was busy all of Ferry's window. */
+  ferryDestinationBusyShare: number;
+  /** Ferry's window in stages (`CopyStage`: copy, index builds, until canCommit), medians over runs. */
+  ferryStages: CopyStage[];
+  /**
+   * Issue 17's destination targets (with `mongoTools`): the destination's CPU per GiB during Ferry's
+   * window against the `--noIndexRestore` restore's plus Ferry's own index builds' (its
+   * `indexBuilds` stage), and Ferry's time against the destination's busy time (within 10%).
+   */
+  destinationTargets?: {
+    ferryDestinationCpuSecondsPerGB: number;
+    noIndexRestorePlusIndexBuildsCpuSecondsPerGB: number | null;
+    cpuPerByteMet: boolean;
+    ferrySeconds: number;
+    destinationBusySeconds: number;
+    /** `ferrySeconds` over `destinationBusySeconds`: ≤ 1.1 meets the target. */
+    timeOverBusy: number;
+    busyTimeMet: boolean;
+  };
   /** With `mongoTools`: each configuration of `mongodump | mongorestore` (medians over runs), verified equal. */
   peers?: PeerFigures[];
   /** Ferry's throughput over the fastest peer configuration's (median of the per-run ratios). */
@@ -114,6 +134,7 @@ export interface PeerFigures {
   cpuSecondsPerGB: number | null;
   peakRssMB: number | null;
   destinationCpuSecondsPerGB: number | null;
+  destinationBusyShare: number | null;
   /** Every run succeeded and its destination compared equal to the source. */
   equal: boolean;
   /** The runs where the tools failed: why. */
@@ -215,9 +236,12 @@ export async function runCopyBenchmark(options: CopyBenchmarkOptions = {}): Prom
       baselineClustersCpuSeconds: clusters('baseline'),
       ferryUntil: mongoTools === undefined ? 'copy' : 'canCommit',
       ferryDestinationCpuSecondsPerGB: of('ferry', 'destinationCpuSecondsPerGB'),
+      ferryDestinationBusyShare: of('ferry', 'destinationBusyShare'),
+      ferryStages: stageMedians(perRun.map((r) => r.ferry.stages ?? [])),
       ...(mongoTools === undefined ? {} : peerFigures(perRun)),
       perRun,
     };
+    if (result.peers !== undefined) result.destinationTargets = destinationTargets(result);
     const path = writeResult(options.out ?? DEFAULT_RESULTS_DIR, 'copy', result);
     if (result.peers !== undefined) {
       const failed = result.peers.filter((peer) => peer.errors !== undefined).map((peer) => peer.name);
@@ -231,11 +255,26 @@ export async function runCopyBenchmark(options: CopyBenchmarkOptions = {}): Prom
       for (const peer of result.peers) {
         print(`  ${peer.name} | ${peer.MBps} | ${peer.cpuSecondsPerGB} | ${peer.peakRssMB} | ${peer.destinationCpuSecondsPerGB}`);
       }
+      const targets = result.destinationTargets!;
+      print(
+        `  destination CPU s/GB: Ferry ${targets.ferryDestinationCpuSecondsPerGB}, --noIndexRestore + Ferry's index builds ` +
+          `${targets.noIndexRestorePlusIndexBuildsCpuSecondsPerGB} (${targets.cpuPerByteMet ? 'met' : 'missed'}); ` +
+          `Ferry ${targets.ferrySeconds} s over the destination's ${targets.destinationBusySeconds} busy s: ` +
+          `${targets.timeOverBusy}x (≤ 1.1 ${targets.busyTimeMet ? 'met' : 'missed'})`,
+      );
       print(
         `  Ferry / best peer: ${result.ratioToBestPeer}x (with indexes ${result.ratioToBestPeerWithIndexes}x, ` +
           `without ${result.ratioToBestPeerWithoutIndexes}x)`,
       );
     }
+    print(
+      `Ferry's stages (medians): ${result.ferryStages
+        .map(
+          (stage) =>
+            `${stage.stage} ${stage.seconds} s, destination ${stage.destinationCpuSeconds} CPU-s (${stage.destinationCpuSecondsPerGB} s/GB)`,
+        )
+        .join('; ')}; destination busy ${(result.ferryDestinationBusyShare * 100).toFixed(0)}% of Ferry's window`,
+    );
     print(
       `median of ${runs}: Ferry ${result.ferryMBps} MB/s, baseline ${result.baselineMBps} MB/s, ratio ${result.ratio}x; ` +
         `Ferry CPU ${result.ferryCpuSecondsPerGB} s/GB, peak RSS ${result.ferryPeakRssMB} MB → ${path}`,
@@ -245,6 +284,39 @@ export async function runCopyBenchmark(options: CopyBenchmarkOptions = {}): Prom
     sampler.close();
     await source.stop();
   }
+}
+
+/** Each stage's medians over the runs that reached it (in stage order). */
+function stageMedians(runs: CopyStage[][]): CopyStage[] {
+  const names = [...new Set(runs.flatMap((stages) => stages.map((stage) => stage.stage)))];
+  return names.map((name) => {
+    const reached = runs.flatMap((stages) => stages.filter((stage) => stage.stage === name));
+    const of = (field: 'seconds' | 'destinationCpuSeconds' | 'destinationCpuSecondsPerGB') => median(reached.map((stage) => stage[field]));
+    return {
+      stage: name,
+      seconds: of('seconds'),
+      destinationCpuSeconds: of('destinationCpuSeconds'),
+      destinationCpuSecondsPerGB: of('destinationCpuSecondsPerGB'),
+    };
+  });
+}
+
+/** Issue 17's two destination targets from the medians (see `destinationTargets` in the result). */
+function destinationTargets(result: CopyBenchmarkResult): NonNullable<CopyBenchmarkResult['destinationTargets']> {
+  const noIndexes = result.peers!.find((peer) => !peer.buildsIndexes)?.destinationCpuSecondsPerGB ?? null;
+  const indexBuilds = result.ferryStages.find((stage) => stage.stage === 'indexBuilds')?.destinationCpuSecondsPerGB ?? 0;
+  const allowed = noIndexes === null ? null : round(noIndexes + indexBuilds);
+  const busySeconds = round(median(result.perRun.map((run) => run.ferry.destinationClusterCpuSeconds)));
+  const timeOverBusy = round(result.ferrySeconds / busySeconds);
+  return {
+    ferryDestinationCpuSecondsPerGB: result.ferryDestinationCpuSecondsPerGB,
+    noIndexRestorePlusIndexBuildsCpuSecondsPerGB: allowed,
+    cpuPerByteMet: allowed !== null && result.ferryDestinationCpuSecondsPerGB <= allowed,
+    ferrySeconds: result.ferrySeconds,
+    destinationBusySeconds: busySeconds,
+    timeOverBusy,
+    busyTimeMet: timeOverBusy <= 1.1,
+  };
 }
 
 /** The peers' medians over runs and Ferry's ratios to the best of them. */
@@ -265,6 +337,7 @@ function peerFigures(
       cpuSecondsPerGB: of('cpuSecondsPerGB'),
       peakRssMB: of('peakRssMB'),
       destinationCpuSecondsPerGB: of('destinationCpuSecondsPerGB'),
+      destinationBusyShare: of('destinationBusyShare'),
       equal: runs.every((m) => m.equal),
       ...(errors.length === 0 ? {} : { errors }),
     };

@@ -13,13 +13,17 @@ import { pathToFileURL } from 'node:url';
 import { Command } from 'commander';
 import { positiveInteger } from '../scripts/lib/cli-numbers.js';
 
-interface ProfileNode {
+/** A node of a V8 CPU profile's call tree. */
+export interface ProfileNode {
   id: number;
   callFrame: { functionName: string; url: string; lineNumber: number };
+  children?: number[];
 }
 
-interface CpuProfile {
+/** A `.cpuprofile` file: the call tree, and which node each sample hit (times in µs on the monotonic clock). */
+export interface CpuProfile {
   nodes: ProfileNode[];
+  startTime: number;
   samples: number[];
   timeDeltas: number[];
 }

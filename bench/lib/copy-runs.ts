@@ -14,14 +14,15 @@
  */
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
-import { dirname } from 'node:path';
+import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import { MongoClient, type Document } from 'mongodb';
 import { spawnCluster, type ClusterHandle } from '../../test/cluster/index.js';
-import { copyFinished, startFerry } from '../../test/e2e/ferry-process.js';
+import { copyFinished, startFerry, type Progress } from '../../test/e2e/ferry-process.js';
 import { watchProgress } from '../../scripts/lib/sync-watch.js';
 import type { GenerateReport } from '../../scripts/generate.js';
 import type { UsageSampler } from './process-usage.js';
@@ -59,10 +60,31 @@ export interface CopyMeasurement {
   destinationClusterCpuSeconds: number;
   /** `destinationClusterCpuSeconds` per GiB copied. */
   destinationCpuSecondsPerGB: number;
+  /**
+   * `destinationClusterCpuSeconds` over `seconds`: the share of the copy's time the destination
+   * was busy (a sharded destination's processes summed, so it may pass 1). Where the destination
+   * is the bound, 1 means the copier kept it busy all along.
+   */
+  destinationBusyShare: number;
+  /** Ferry's: its window in stages (from progress), each with its time and the destination's CPU. */
+  stages?: CopyStage[];
   /** With `verify`: the destination compared equal to the source (documents byte for byte, options, indexes). */
   equal?: boolean;
   /** A sharded destination's shards: each one's CPU over the copy and its share of the documents. */
   destinationShards?: { shard: string; cpuSeconds: number; documents: number; documentShare: number }[];
+}
+
+/**
+ * A stage of Ferry's window, as its progress tells them apart (polled every 100 ms): `copy` until
+ * every byte is copied, `indexBuilds` until the copy is complete (the indexes built after the data),
+ * `untilCanCommit` from there to `canCommit` (the embedded verifier's first pass, change events).
+ */
+export interface CopyStage {
+  stage: 'copy' | 'indexBuilds' | 'untilCanCommit';
+  seconds: number;
+  destinationCpuSeconds: number;
+  /** `destinationCpuSeconds` per GiB copied (the whole copy's bytes, so the stages add up). */
+  destinationCpuSecondsPerGB: number;
 }
 
 /** The generator's report as what a copier must copy. */
@@ -137,6 +159,94 @@ export async function checkCounts(destinationUri: string, workload: CopyWorkload
 const DESTINATION_PARTS = ['destination', 'destination:config'];
 const shardName = (id: string) => `destination:${id}`;
 
+/** The destination's CPU seconds in the current window (a sharded one's processes summed). */
+function destinationCpu(sampler: UsageSampler, shards: readonly string[]): number {
+  const parts = shards.length === 0 ? ['destination'] : [...DESTINATION_PARTS, ...shards.map(shardName)];
+  return parts.reduce((sum, name) => sum + sampler.usage(name).cpuSeconds, 0);
+}
+
+/** Now on the monotonic clock V8's CPU profiles stamp their samples with, µs. */
+export function monotonicMicros(): number {
+  return Number(process.hrtime.bigint() / 1000n);
+}
+
+/**
+ * A copier's window in a destination's CPU profile, so that the profile can be cut to it
+ * (`bench/profile-summary.ts --windows`): `from`/`to` and the stages' starts in `monotonicMicros`.
+ */
+export interface ProfileWindow {
+  copier: string;
+  /** The destination process whose profile this is (its file name holds the pid). */
+  pid: number;
+  from: number;
+  to: number;
+  stages?: { stage: string; from: number; to: number }[];
+}
+
+/** Adds `window` to `<dir>/windows.json` (created empty first). */
+export function recordProfileWindow(dir: string, window: ProfileWindow): void {
+  const path = join(dir, 'windows.json');
+  const windows = existsSync(path) ? (JSON.parse(readFileSync(path, 'utf8')) as ProfileWindow[]) : [];
+  windows.push(window);
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(path, JSON.stringify(windows, null, 2) + '\n');
+}
+
+/**
+ * Splits Ferry's window into its stages (`CopyStage`) from the progress it reports: each progress
+ * read that shows a later stage closes the one before, with the destination's CPU read then.
+ */
+class StageClock {
+  static readonly #ORDER: readonly CopyStage['stage'][] = ['copy', 'indexBuilds', 'untilCanCommit'];
+  readonly #sampler: UsageSampler;
+  readonly #shards: readonly string[];
+  readonly #bytes: number;
+  /** Where each stage reached began: the time, the destination's CPU then, the monotonic clock. */
+  readonly #starts: { stage: CopyStage['stage']; at: number; cpu: number; micros: number }[] = [];
+
+  constructor(sampler: UsageSampler, shards: readonly string[], bytes: number) {
+    this.#sampler = sampler;
+    this.#shards = shards;
+    this.#bytes = bytes;
+    this.#starts.push({ stage: 'copy', ...this.#now() });
+  }
+
+  /** The stage a progress record shows. */
+  static stageOf(progress: Progress): CopyStage['stage'] {
+    if (copyFinished(progress)) return 'untilCanCommit';
+    if (progress.info !== 'collection copy') return 'copy';
+    const copy = progress.collectionCopy as { estimatedCopiedBytes: number; estimatedTotalBytes: number } | null;
+    return copy !== null && copy.estimatedTotalBytes > 1 && copy.estimatedCopiedBytes >= copy.estimatedTotalBytes ? 'indexBuilds' : 'copy';
+  }
+
+  /** Notes the stage `progress` shows (stages only move forward; one passed between two reads took no time). */
+  observe(progress: Progress): void {
+    const seen = StageClock.#ORDER.indexOf(StageClock.stageOf(progress));
+    for (let next = StageClock.#ORDER.indexOf(this.#starts.at(-1)!.stage) + 1; next <= seen; next++) {
+      this.#starts.push({ stage: StageClock.#ORDER[next]!, ...this.#now() });
+    }
+  }
+
+  /** The window ends now: the stages reached, and their bounds on the monotonic clock. */
+  finish(): { stages: CopyStage[]; profile: NonNullable<ProfileWindow['stages']> } {
+    const bounds = [...this.#starts, { stage: 'copy' as const, ...this.#now() }];
+    const stages = this.#starts.map((start, i): CopyStage => {
+      const cpu = bounds[i + 1]!.cpu - start.cpu;
+      return {
+        stage: start.stage,
+        seconds: round((bounds[i + 1]!.at - start.at) / 1000, 3),
+        destinationCpuSeconds: round(cpu, 3),
+        destinationCpuSecondsPerGB: round(cpu / (this.#bytes / GiB)),
+      };
+    });
+    return { stages, profile: this.#starts.map((start, i) => ({ stage: start.stage, from: start.micros, to: bounds[i + 1]!.micros })) };
+  }
+
+  #now(): { at: number; cpu: number; micros: number } {
+    return { at: performance.now(), cpu: destinationCpu(this.#sampler, this.#shards), micros: monotonicMicros() };
+  }
+}
+
 /**
  * The figures of one copy. A copier of several processes (`processes`, as watched by the sampler;
  * default the copier's own name) counts their CPU together and their peaks summed: they run at once.
@@ -155,8 +265,7 @@ export function measurement(
     systemCpuSeconds: usages.reduce((sum, u) => sum + u.systemCpuSeconds, 0),
     peakRssMB: usages.reduce((sum, u) => sum + u.peakRssMB, 0),
   };
-  const destinationParts = shards.length === 0 ? ['destination'] : [...DESTINATION_PARTS, ...shards.map(shardName)];
-  const destinationCpuSeconds = destinationParts.reduce((sum, name) => sum + sampler.usage(name).cpuSeconds, 0);
+  const destinationCpuSeconds = destinationCpu(sampler, shards);
   return {
     copier,
     seconds: round(seconds, 3),
@@ -169,6 +278,7 @@ export function measurement(
     sourceClusterCpuSeconds: round(sampler.usage('source').cpuSeconds),
     destinationClusterCpuSeconds: round(destinationCpuSeconds),
     destinationCpuSecondsPerGB: round(destinationCpuSeconds / (workload.bytes / GiB)),
+    destinationBusyShare: round(destinationCpuSeconds / seconds, 3),
   };
 }
 
@@ -220,10 +330,11 @@ export function cpuProfileArgs(dir: string | undefined): string[] {
   return dir === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${dir}`];
 }
 
-/** A fresh destination: its URI, the shard ids (none for a replica set). */
+/** A fresh destination: its URI, the shard ids (none for a replica set), the process watched as `destination`. */
 export interface FreshDestination {
   uri: string;
   shards: string[];
+  pid: number;
 }
 
 /**
@@ -243,7 +354,7 @@ export async function withFreshDestination<T>(
       sampler.watch('destination', cluster.mongos.pid!);
       sampler.watch('destination:config', cluster.configServer.pid!);
       for (const shard of cluster.shards) sampler.watch(shardName(shard.id), shard.pid!);
-      return await copy({ uri: cluster.uri, shards });
+      return await copy({ uri: cluster.uri, shards, pid: cluster.mongos.pid! });
     } finally {
       for (const name of [...DESTINATION_PARTS, ...shards.map(shardName)]) sampler.forget(name);
       await cluster.stop();
@@ -252,7 +363,7 @@ export async function withFreshDestination<T>(
   const destination = await spawnCluster({}, profile);
   try {
     sampler.watch('destination', destination.pid);
-    return await copy({ uri: destination.uri, shards: [] });
+    return await copy({ uri: destination.uri, shards: [], pid: destination.pid });
   } finally {
     sampler.forget('destination');
     await destination.stop();
@@ -268,7 +379,7 @@ async function measureCopy(
   pid: number,
   options: CopyRunOptions,
   destination: FreshDestination,
-  copy: () => Promise<void>,
+  copy: (stages: StageClock) => Promise<void>,
 ): Promise<CopyMeasurement> {
   const { sampler, workload } = options;
   const parts = destination.shards.length === 0 ? ['destination'] : [...DESTINATION_PARTS, ...destination.shards.map(shardName)];
@@ -276,8 +387,20 @@ async function measureCopy(
   sampler.restart('source');
   for (const name of parts) sampler.restart(name);
   const started = performance.now();
-  await copy();
+  const stages = new StageClock(sampler, destination.shards, workload.bytes);
+  await copy(stages);
   const result = measurement(copier, (performance.now() - started) / 1000, workload, sampler, destination.shards);
+  const staged = stages.finish();
+  if (copier === 'ferry') result.stages = staged.stages;
+  if (options.destinationCpuProfileDir !== undefined) {
+    recordProfileWindow(options.destinationCpuProfileDir, {
+      copier,
+      pid: destination.pid,
+      from: staged.profile[0]!.from,
+      to: staged.profile.at(-1)!.to,
+      ...(copier === 'ferry' ? { stages: staged.profile } : {}),
+    });
+  }
   await checkCounts(destination.uri, workload, copier);
   if (options.verify === true) {
     await verifyCopy(options.source.uri, destination.uri, copier, copier === 'ferry' ? 'midSync' : 'restored');
@@ -336,7 +459,7 @@ export function measureFerryCopy(options: CopyRunOptions): Promise<CopyMeasureme
     const ferry = await startFerry(flags, options.ferryEnv ?? {}, options.ferryCpuProfileDir, nodeArgs);
     let measured = false;
     try {
-      const result = await measureCopy('ferry', ferry.child.pid!, options, destination, async () => {
+      const result = await measureCopy('ferry', ferry.child.pid!, options, destination, async (stages) => {
         const reply = await ferry.post('start', { source: 'cluster0', destination: 'cluster1', ...sharding });
         if (reply.status !== 200) throw new Error(`ferry refused start: ${JSON.stringify(reply.body)}`);
         const canCommit = options.until === 'canCommit';
@@ -344,6 +467,7 @@ export function measureFerryCopy(options: CopyRunOptions): Promise<CopyMeasureme
           what: canCommit ? 'canCommit' : 'the copy to complete',
           timeoutMs: options.timeoutMs ?? 30 * 60_000,
           intervalMs: 100,
+          onProgress: (progress) => stages.observe(progress),
         });
       });
       measured = true;

@@ -15,7 +15,16 @@ import { basename, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { performance } from 'node:perf_hooks';
 import { redactUris } from '../../src/domain/credentials.js';
-import { checkCounts, measurement, verifyCopy, withFreshDestination, type CopyMeasurement, type CopyRunOptions } from './copy-runs.js';
+import {
+  checkCounts,
+  measurement,
+  monotonicMicros,
+  recordProfileWindow,
+  verifyCopy,
+  withFreshDestination,
+  type CopyMeasurement,
+  type CopyRunOptions,
+} from './copy-runs.js';
 
 /** One way to run the tools. */
 export interface PeerConfiguration {
@@ -74,6 +83,7 @@ export function measurePeerCopy(options: CopyRunOptions, toolsDir: string, confi
     sampler.restart('source');
     sampler.restart('destination');
     const started = performance.now();
+    const from = monotonicMicros();
     const dump = spawn(join(toolsDir, 'mongodump'), [`--uri=${source.uri}`, '--archive'], { stdio: ['ignore', 'pipe', 'pipe'] });
     const restore = spawn(join(toolsDir, 'mongorestore'), [`--uri=${destination.uri}`, '--archive', ...configuration.restoreFlags], {
       stdio: ['pipe', 'ignore', 'pipe'],
@@ -87,6 +97,14 @@ export function measurePeerCopy(options: CopyRunOptions, toolsDir: string, confi
       restore.stdin!.on('error', () => {}); // a failed restore closes the pipe: the exit codes say so
       const failures = (await Promise.all([exited(dump), exited(restore)])).filter((failure) => failure !== undefined);
       const result = measurement(configuration.name, (performance.now() - started) / 1000, workload, sampler, destination.shards, TOOLS);
+      if (options.destinationCpuProfileDir !== undefined) {
+        recordProfileWindow(options.destinationCpuProfileDir, {
+          copier: configuration.name,
+          pid: destination.pid,
+          from,
+          to: monotonicMicros(),
+        });
+      }
       const identity = { restoreFlags: configuration.restoreFlags, buildsIndexes: configuration.buildsIndexes };
       // A failed configuration is recorded, not fatal: the other copiers' figures still stand.
       if (failures.length > 0) {

@@ -51,7 +51,12 @@ export interface CeaSettings {
   maxPendingBytes: number;
   /** Events per change-stream reply at most. */
   readBatchSize: number;
-  /** How long a `getMore` waits for new events. */
+  /**
+   * How long a `getMore` waits for new events. A getMore that finds none (or only entries the
+   * stream filters out, such as an oplog note) answers only when it runs out, as on mongod, and
+   * whoever waits for application to pass a source time (an index build after the copy, the
+   * commit) waits that long: short, so that they don't (an idle stream's getMores cost next to nothing).
+   */
   maxAwaitMs: number;
   /** Least time between two resume-token checkpoints (`FERRY_CEA_CHECKPOINT_INTERVAL_MS`). */
   checkpointIntervalMs: number;
@@ -169,7 +174,7 @@ export function syncSettings(options: FerryOptions): SyncSettings {
       maxBatchBytes,
       maxPendingBytes: 4 * maxBatchBytes,
       readBatchSize: 10_000,
-      maxAwaitMs: 1000,
+      maxAwaitMs: 200,
       checkpointIntervalMs: options.ceaCheckpointIntervalMs,
     },
     commit: { retryIntervalMs: options.commitRetryIntervalMs },

@@ -168,7 +168,9 @@ sync from {cluster} into an empty cluster`,
   ClusterUnreachable: {
     status: 502,
     message: '{cluster} could not be reached for {operation}: {reason}',
-    when: 'a cluster did not answer within 10 s (network, server selection)',
+    when:
+      "a cluster did not answer within 10 s, or its connection string's `serverSelectionTimeoutMS` / `connectTimeoutMS` " +
+      '(network, server selection)',
   },
   AuthenticationFailed: {
     status: 502,

@@ -55,6 +55,24 @@ describe('bench:copy', () => {
       const best = Math.max(...result.perRun[0].peers.map((peer: Record<string, any>) => peer.MBps));
       assert.ok(Math.abs(result.ratioToBestPeer - result.ferryMBps / best) < 0.01, JSON.stringify(result));
       assert.match(run.stdout, /Ferry \/ best peer: [\d.]+x/);
+      // Ferry's window in stages: their times add up to its copy time, the destination's CPU to its whole.
+      const ferry = result.perRun[0].ferry;
+      assert.deepEqual(
+        ferry.stages.map((stage: Record<string, any>) => stage.stage),
+        ['copy', 'indexBuilds', 'untilCanCommit'],
+      );
+      const sum = (field: string) => ferry.stages.reduce((total: number, stage: Record<string, any>) => total + stage[field], 0);
+      assert.ok(Math.abs(sum('seconds') - ferry.seconds) < 0.05, JSON.stringify(ferry));
+      assert.ok(Math.abs(sum('destinationCpuSeconds') - ferry.destinationClusterCpuSeconds) < 0.05, JSON.stringify(ferry));
+      assert.ok(Math.abs(ferry.destinationBusyShare - ferry.destinationClusterCpuSeconds / ferry.seconds) < 0.01, JSON.stringify(ferry));
+      // The two destination targets, from those figures.
+      const targets = result.destinationTargets;
+      const indexBuilds = result.ferryStages.find((stage: Record<string, any>) => stage.stage === 'indexBuilds').destinationCpuSecondsPerGB;
+      const noIndexes = result.peers[2].destinationCpuSecondsPerGB;
+      assert.ok(Math.abs(targets.noIndexRestorePlusIndexBuildsCpuSecondsPerGB - (noIndexes + indexBuilds)) < 0.02, JSON.stringify(targets));
+      assert.equal(targets.cpuPerByteMet, result.ferryDestinationCpuSecondsPerGB <= targets.noIndexRestorePlusIndexBuildsCpuSecondsPerGB);
+      assert.equal(targets.busyTimeMet, targets.timeOverBusy <= 1.1);
+      assert.match(run.stdout, /destination CPU s\/GB: Ferry [\d.]+, --noIndexRestore \+ Ferry's index builds [\d.]+ \((met|missed)\)/);
     },
   );
 

@@ -264,52 +264,115 @@ function containsRaw(v: unknown): boolean {
   return false;
 }
 
-function cstring(name: string): Buffer {
-  return Buffer.from(`${name}\0`, 'utf8');
+/** An element's type byte and name, `0x<type> name \0`. */
+function elementHead(type: number, name: string): Buffer {
+  const head = Buffer.allocUnsafe(Buffer.byteLength(name, 'utf8') + 2);
+  head[0] = type;
+  head.write(name, 1, 'utf8');
+  head[head.length - 1] = 0;
+  return head;
 }
 
-function encodeInto(parts: Buffer[], obj: Record<string, unknown> | unknown[]): number {
-  const lengthAt = parts.length;
-  parts.push(Buffer.alloc(4));
+/** Decimal digits of a non-negative integer. */
+function digitsOf(n: number): number {
+  let digits = 1;
+  while (n >= 10) {
+    n = Math.floor(n / 10);
+    digits++;
+  }
+  return digits;
+}
+
+/** Encoded size of a batch of stored documents as a BSON array: `{"0": doc, "1": doc, ...}`. */
+function rawArraySize(docs: readonly Buffer[]): number {
+  let size = 5; // length and terminator
+  for (let i = 0; i < docs.length; i++) size += 2 + digitsOf(i) + docs[i]!.length;
+  return size;
+}
+
+/** Writes `docs` at `at` as a BSON array (its size `rawArraySize`), each document's bytes as stored. */
+function writeRawArray(out: Buffer, at: number, docs: readonly Buffer[], size: number): void {
+  out.writeInt32LE(size, at);
+  at += 4;
+  for (let i = 0; i < docs.length; i++) {
+    out[at++] = 0x03;
+    // The index as a decimal field name, written digit by digit (no string per document).
+    const digits = digitsOf(i);
+    for (let n = i, d = digits - 1; d >= 0; d--, n = Math.floor(n / 10)) out[at + d] = 0x30 + (n % 10);
+    at += digits;
+    out[at++] = 0;
+    const doc = docs[i]!;
+    out.set(doc, at);
+    at += doc.length;
+  }
+  out[at] = 0;
+}
+
+/**
+ * A reply's pieces before they are joined: encoded bytes, or a cursor batch written as an array
+ * when the reply is joined (its documents are copied once, into the reply).
+ */
+type Piece = Buffer | { docs: readonly Buffer[]; size: number };
+
+function encodeInto(pieces: Piece[], obj: Record<string, unknown> | unknown[]): number {
+  const length = Buffer.allocUnsafe(4);
+  pieces.push(length);
   let size = 4;
   const entries: [string, unknown][] = Array.isArray(obj) ? obj.map((v, i) => [String(i), v]) : Object.entries(obj);
   for (const [key, value] of entries) {
     if (value === undefined) continue;
     if (value instanceof RawDoc) {
-      const head = Buffer.concat([Buffer.from([0x03]), cstring(key)]);
-      parts.push(head, value.bytes);
+      const head = elementHead(0x03, key);
+      pieces.push(head, value.bytes);
       size += head.length + value.bytes.length;
-    } else if (value instanceof RawDocArray || (Array.isArray(value) && containsRaw(value))) {
-      const head = Buffer.concat([Buffer.from([0x04]), cstring(key)]);
-      parts.push(head);
-      const items = value instanceof RawDocArray ? value.docs.map((d) => new RawDoc(d)) : value;
-      size += head.length + encodeInto(parts, items);
+    } else if (value instanceof RawDocArray) {
+      const head = elementHead(0x04, key);
+      const array = { docs: value.docs, size: rawArraySize(value.docs) };
+      pieces.push(head, array);
+      size += head.length + array.size;
+    } else if (Array.isArray(value) && containsRaw(value)) {
+      const head = elementHead(0x04, key);
+      pieces.push(head);
+      size += head.length + encodeInto(pieces, value);
     } else if (isPlainObject(value) && containsRaw(value)) {
-      const head = Buffer.concat([Buffer.from([0x03]), cstring(key)]);
-      parts.push(head);
-      size += head.length + encodeInto(parts, value);
+      const head = elementHead(0x03, key);
+      pieces.push(head);
+      size += head.length + encodeInto(pieces, value);
     } else {
       const one = serialize({ [key]: value });
       const element = one.subarray(4, one.length - 1);
-      parts.push(element);
+      pieces.push(element);
       size += element.length;
     }
   }
-  parts.push(Buffer.from([0]));
+  pieces.push(Buffer.from([0]));
   size += 1;
-  parts[lengthAt].writeInt32LE(size, 0);
+  length.writeInt32LE(size, 0);
   return size;
 }
 
 /**
  * Encodes a reply document. `RawDoc`/`RawDocArray` values anywhere in plain objects or arrays are
- * embedded byte for byte; everything else is serialized normally.
+ * embedded byte for byte; everything else is serialized normally. The reply is one allocation, and
+ * a cursor batch's documents are copied straight into it (as mongod copies stored records into a
+ * reply), with no buffer per document.
  */
 export function encodeDocument(obj: Record<string, unknown>): Buffer {
   if (!containsRaw(obj)) return serialize(obj);
-  const parts: Buffer[] = [];
-  encodeInto(parts, obj);
-  return Buffer.concat(parts);
+  const pieces: Piece[] = [];
+  const size = encodeInto(pieces, obj);
+  const out = Buffer.allocUnsafe(size);
+  let at = 0;
+  for (const piece of pieces) {
+    if ('docs' in piece) {
+      writeRawArray(out, at, piece.docs, piece.size);
+      at += piece.size;
+    } else {
+      out.set(piece, at);
+      at += piece.length;
+    }
+  }
+  return out;
 }
 
 /**

@@ -1,12 +1,23 @@
 // The test cluster's fast paths on the insert and index-build paths agree with the general ones:
 // number comparison without bigints, `_id` decoding without a wrapper document, and decoding only
-// the fields an index reads.
+// the fields an index reads; replies that embed stored documents encoded as the general encoder would.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { BSON, Double, Int32, Long, ObjectId, Timestamp } from 'bson';
 import { compareValues } from '../../test/cluster/bson-order.js';
-import { decodeElement, decodeFields, findElement, pathMeetsArray, promoted, serialize, validateDocument } from '../../test/cluster/raw.js';
+import {
+  decodeElement,
+  decodeFields,
+  encodeDocument,
+  findElement,
+  pathMeetsArray,
+  promoted,
+  RawDoc,
+  RawDocArray,
+  serialize,
+  validateDocument,
+} from '../../test/cluster/raw.js';
 import { compareBsonValues } from '../../src/bson/index.js';
 import { bsonNumber, bsonValue } from './bson-arbitraries.js';
 
@@ -123,5 +134,40 @@ describe('test cluster: key paths read raw', () => {
       }),
       { numRuns: 2000 },
     );
+  });
+});
+
+describe('test cluster: replies that embed stored documents', () => {
+  const document = fc.dictionary(
+    fc.constantFrom('a', 'b', 'é', 'name'),
+    fc.oneof(fc.integer(), fc.string(), fc.boolean(), fc.dictionary(fc.constantFrom('x', 'y'), fc.integer(), { maxKeys: 2 })),
+    { maxKeys: 4 },
+  );
+  const withIds = (docs: Record<string, unknown>[]) => docs.map((doc, i) => ({ _id: i, ...doc }));
+
+  it("encodes a cursor batch byte for byte as serializing the decoded reply would (every index's field name)", () => {
+    fc.assert(
+      fc.property(fc.array(document, { maxLength: 130 }), fc.string(), (docs, ns) => {
+        const batch = withIds(docs);
+        const reply = (firstBatch: unknown) => ({ cursor: { firstBatch, id: Long.fromNumber(7), ns }, ok: 1 });
+        const encoded = encodeDocument(reply(new RawDocArray(batch.map((doc) => serialize(doc)))));
+        assert.deepEqual(encoded, serialize(reply(batch)));
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('encodes a batch past 1,000 documents (four-digit field names) and documents embedded alone or in arrays', () => {
+    const batch = withIds(Array.from({ length: 1234 }, (_, i) => ({ a: `v${i}` })));
+    const nested = { _id: 'n', list: [1, 2] };
+    const value = { pre: nested, images: [nested, 3] };
+    const encoded = encodeDocument({
+      cursor: { nextBatch: new RawDocArray(batch.map((doc) => serialize(doc))), id: Long.fromNumber(0) },
+      pre: new RawDoc(serialize(nested)),
+      images: [new RawDoc(serialize(nested)), 3],
+      ok: 1,
+    });
+    assert.deepEqual(encoded, serialize({ cursor: { nextBatch: batch, id: Long.fromNumber(0) }, ...value, ok: 1 }));
+    validateDocument(encoded);
   });
 });

@@ -277,13 +277,16 @@ export class Verifier implements VerificationPhase {
   }
 
   async report(skip: number, limit: number): Promise<VerificationReport> {
-    const [record, summary, pending, mismatchCount, mismatches] = await Promise.all([
+    const [record, summary, pending, counted] = await Promise.all([
       this.#state.read(),
       this.#partitions.summary(),
       this.#rechecks.count(),
       this.#mismatches.count(),
-      this.#mismatches.list(skip, limit),
     ]);
+    // Listed after counting: a difference recorded between the two reads is listed and counted,
+    // never counted and missing from the list (as when both reads ran at once).
+    const mismatches = await this.#mismatches.list(skip, limit);
+    const mismatchCount = Math.max(counted, skip + mismatches.length);
     const completedAt = record?.completedAt ?? null;
     return {
       enabled: true,

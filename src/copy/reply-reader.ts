@@ -1,8 +1,8 @@
 /**
  * Where a partition's read replies come from (`readPath`, FERRY_COPY_READ_PATH):
- * - `driver` (default): the driver's `find`/`getMore` with raw replies (src/cluster/raw-cursor.ts);
+ * - `driver`: the driver's `find`/`getMore` with raw replies (src/cluster/raw-cursor.ts);
  *   the driver allocates each socket chunk and the reply it assembles from them.
- * - `wire`: Ferry's own connections to the source's primary (src/cluster/wire-reads.ts), each
+ * - `wire` (default where it can serve): Ferry's own connections to the source's primary (src/cluster/wire-reads.ts), each
  *   reply received into a buffer this reader lends and reuses. When the destination takes shared
  *   batches too (the `wire` write path), the buffers are the partition's batch buffers and the
  *   reply's documents are written from where they were received (partition-copier.ts), so a byte

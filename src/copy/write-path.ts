@@ -5,10 +5,10 @@
  * other write error fails the batch with `CopyWriteRefused`.
  *
  * Two ways to send the batch (see bench/RESULTS.md, "Copy: write path", for the measurements):
- * - `raw` (default): the bytes read from the source go out as they are, as the document sequence
+ * - `raw`: the bytes read from the source go out as they are, as the document sequence
  *   of an OP_MSG `insert` (src/cluster/raw-writes.ts), framed in the room the batcher left before
  *   them; when the installed driver cannot send pre-serialized documents, `decode` is used instead.
- * - `wire`: like `raw`, but on Ferry's own connections to the destination's primary
+ * - `wire` (default where it can serve): like `raw`, but on Ferry's own connections to the destination's primary
  *   (src/cluster/wire-writes.ts): the message is framed once and written as [header, batch] in one
  *   vectored write, skipping the driver's two copies of the batch. Authentication (SCRAM), TLS,
  *   the primary's address (from the driver), retryable writes and write concern errors are kept;

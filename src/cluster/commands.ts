@@ -122,6 +122,8 @@ export interface HelloReply {
   processId?: string;
   maxMessageSizeBytes?: number;
   maxWriteBatchSize?: number;
+  /** The largest document the server stores. */
+  maxBsonObjectSize?: number;
 }
 
 export type Topology = 'replicaSet' | 'sharded' | 'standalone';
@@ -136,6 +138,7 @@ export async function hello(client: MongoClient): Promise<HelloReply> {
   if (typeof processId?.toHexString === 'function') typed.processId = processId.toHexString();
   if (typeof reply.maxMessageSizeBytes === 'number') typed.maxMessageSizeBytes = reply.maxMessageSizeBytes;
   if (typeof reply.maxWriteBatchSize === 'number') typed.maxWriteBatchSize = reply.maxWriteBatchSize;
+  if (typeof reply.maxBsonObjectSize === 'number') typed.maxBsonObjectSize = reply.maxBsonObjectSize;
   return typed;
 }
 

@@ -9,8 +9,9 @@
  * buffers are lent by a `BatchBuffers` pool and given back once their batch is written, so a
  * worker fills the same few buffers all along.
  */
-import { MAX_MESSAGE_BYTES, MAX_WRITE_BATCH_SIZE } from '../domain/constants.js';
+import { MAX_BSON_OBJECT_BYTES, MAX_MESSAGE_BYTES, MAX_WRITE_BATCH_SIZE } from '../domain/constants.js';
 import { readInt32LE } from '../bson/scan.js';
+import { WireMessageTooLarge } from '../cluster/op-msg.js';
 import { BatchBuffers } from './batch-buffers.js';
 
 /** Limits of one write batch. */
@@ -19,6 +20,11 @@ export interface BatchLimits {
   maxBytes: number;
   /** Most documents in one batch (mongod's maxWriteBatchSize is 100,000). Required, positive. */
   maxDocuments: number;
+  /**
+   * Largest document the destination stores (its `maxBsonObjectSize`). Default 16 MiB. A larger
+   * one fails the batch before it is sent (WireMessageTooLarge).
+   */
+  maxDocumentBytes?: number;
 }
 
 /** Bytes kept free before each batch's documents, for the header that frames them on the wire (write-path.ts). */
@@ -42,6 +48,11 @@ export interface RawBatch {
    * before it (the writer frames it with a header of its own, src/cluster/op-msg.ts).
    */
   shared?: boolean;
+  /**
+   * Every document's length was checked as it joined the batch (at least 5, within the bytes,
+   * at most `maxDocumentBytes`): the writer need not walk the batch again (op-msg.ts).
+   */
+  checked: true;
 }
 
 /** Room the command document and OP_MSG framing take besides the documents (generous). */
@@ -51,11 +62,15 @@ export const MESSAGE_OVERHEAD_BYTES = 64 * 1024;
  * The batch limits for a `batchBytes` setting on a server with the given limits: never more than
  * one message can carry, never more documents than one write command accepts.
  */
-export function batchLimits(batchBytes: number, server: { maxMessageSizeBytes?: number; maxWriteBatchSize?: number } = {}): BatchLimits {
+export function batchLimits(
+  batchBytes: number,
+  server: { maxMessageSizeBytes?: number; maxWriteBatchSize?: number; maxBsonObjectSize?: number } = {},
+): BatchLimits {
   const messageBytes = (server.maxMessageSizeBytes ?? MAX_MESSAGE_BYTES) - MESSAGE_OVERHEAD_BYTES;
   return {
     maxBytes: Math.max(1, Math.min(batchBytes, messageBytes)),
     maxDocuments: Math.max(1, server.maxWriteBatchSize ?? MAX_WRITE_BATCH_SIZE),
+    maxDocumentBytes: server.maxBsonObjectSize ?? MAX_BSON_OBJECT_BYTES,
   };
 }
 
@@ -96,6 +111,7 @@ export class Batcher {
    */
   add(source: Uint8Array, start: number, size: number): void {
     if (!this.fits(size)) throw new RangeError(`a document of ${size} bytes does not fit the batch being filled: flush it first`);
+    checkDocument(size, start, source.byteLength, this.#limits.maxDocumentBytes ?? MAX_BSON_OBJECT_BYTES);
     this.#buffer ??= this.#buffers.acquire(SECTION_ROOM_BYTES + Math.max(size, this.#limits.maxBytes));
     const at = SECTION_ROOM_BYTES + this.#used;
     copyBytes(source, start, size, this.#buffer, at);
@@ -131,11 +147,12 @@ export class Batcher {
   flush(): RawBatch | undefined {
     if (this.#count === 0 || this.#buffer === undefined) return undefined;
     const buffer = this.#buffer;
-    const batch = {
+    const batch: RawBatch = {
       bytes: buffer.subarray(SECTION_ROOM_BYTES, SECTION_ROOM_BYTES + this.#used),
       count: this.#count,
       lastStart: this.#lastStart,
       buffer,
+      checked: true,
     };
     this.#buffer = undefined;
     this.#used = 0;
@@ -165,6 +182,7 @@ export interface PackedRun {
  * array element headers between them (`copyWithin`, no allocation), while they fit a batch that
  * already holds `used` bytes in `count` documents (an empty batch takes any first document). Only
  * bytes from `starts[from]` on are touched: a run packed before it, still being written, is not.
+ * Each document's length is checked on the way (`checkDocument`), so the batch goes out unwalked.
  */
 export function packDocuments(
   source: Uint8Array,
@@ -175,6 +193,7 @@ export function packDocuments(
   count = 0,
 ): PackedRun {
   const { maxBytes, maxDocuments } = limits;
+  const largest = limits.maxDocumentBytes ?? MAX_BSON_OBJECT_BYTES;
   const runStart = starts[from];
   if (runStart === undefined) return { next: from, bytes: 0, count: 0, lastStart: 0 };
   let write = runStart;
@@ -184,6 +203,7 @@ export function packDocuments(
     const start = starts[next]!;
     const size = readInt32LE(source, start);
     if (count > 0 && (used + size > maxBytes || count >= maxDocuments)) break;
+    checkDocument(size, start, source.byteLength, largest);
     if (write !== start) source.copyWithin(write, start, start + size);
     lastStart = write - runStart;
     used += size;
@@ -191,6 +211,12 @@ export function packDocuments(
     write += size;
   }
   return { next, bytes: write - runStart, count: next - from, lastStart };
+}
+
+/** Throws unless the document of `size` bytes at `start` lies within `end` and is at most `largest` bytes. */
+function checkDocument(size: number, start: number, end: number, largest: number): void {
+  if (size < 5 || start + size > end) throw new RangeError(`malformed document at byte ${start}: ${size} bytes`);
+  if (size > largest) throw new WireMessageTooLarge(`a document of ${size} bytes exceeds the server's maxBsonObjectSize ${largest}`);
 }
 
 const bufferCopy = Buffer.prototype.copy;

@@ -85,7 +85,7 @@ export interface CopyResources {
   counters: SharedCounters;
   stop: StopFlag;
   /** The destination's `hello` limits, when known. */
-  serverLimits?: { maxMessageSizeBytes?: number; maxWriteBatchSize?: number };
+  serverLimits?: { maxMessageSizeBytes?: number; maxWriteBatchSize?: number; maxBsonObjectSize?: number };
   /**
    * This thread's write-batch buffers not in use: each partition being copied takes a set and
    * gives it back when done, so partition after partition fills the same buffers.
@@ -348,6 +348,7 @@ class PartitionRun {
         lastStart: run.lastStart,
         buffer: owner,
         shared: true,
+        checked: true,
       });
     }
   }

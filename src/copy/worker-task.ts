@@ -53,7 +53,7 @@ async function createResources(data: CopyWorkerData): Promise<WorkerResources> {
   const source = connect(data.sourceUri, options);
   const destination = connect(data.destinationUri, options);
   await Promise.all([source.connect(), destination.connect()]);
-  const { maxMessageSizeBytes, maxWriteBatchSize } = await hello(destination);
+  const { maxMessageSizeBytes, maxWriteBatchSize, maxBsonObjectSize } = await hello(destination);
   const partitions = new PartitionTable(new MetadataStore(destination, data.instance, fixedFence(data.epoch)));
   return {
     source,
@@ -62,7 +62,7 @@ async function createResources(data: CopyWorkerData): Promise<WorkerResources> {
     histograms: new SampleRecorder(),
     counters: new SharedCounters(data.counters),
     stop: new StopFlag(data.stop),
-    serverLimits: { maxMessageSizeBytes, maxWriteBatchSize },
+    serverLimits: { maxMessageSizeBytes, maxWriteBatchSize, maxBsonObjectSize },
   };
 }
 

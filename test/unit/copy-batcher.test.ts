@@ -210,6 +210,19 @@ describe('Batcher.addDocuments (the documents of a reply moved together, then co
     assert.equal(batcher.addDocuments(reply, [3, 86], 1), 2);
     assert.equal(batcher.flush()!.bytes.byteLength, 300);
   });
+
+  it('refuses, by name and before anything is sent, a document larger than the destination stores', () => {
+    const batcher = new Batcher({ maxBytes: 1000, maxDocuments: 10, maxDocumentBytes: 200 });
+    const reply = Buffer.concat([Buffer.from('\x030\0', 'latin1'), doc(150), Buffer.from('\x031\0', 'latin1'), doc(201, 1)]);
+    assert.throws(() => batcher.addDocuments(reply, [3, 156], 0), {
+      name: 'WireMessageTooLarge',
+      message: /a document of 201 bytes exceeds the server's maxBsonObjectSize 200/,
+    });
+    assert.throws(() => batcher.add(reply, 156, 201), { name: 'WireMessageTooLarge' });
+    // A length prefix that runs past the reply is refused too: the writer does not walk the batch again.
+    const truncated = reply.subarray(0, 200);
+    assert.throws(() => new Batcher({ maxBytes: 1000, maxDocuments: 10 }).addDocuments(truncated, [3, 156], 1), /malformed document/);
+  });
 });
 
 describe('BatchBuffers', () => {
@@ -272,9 +285,14 @@ describe('batchLimits', () => {
   });
 
   it('uses batchBytes when it is smaller, and the server’s own limits when it reports them', () => {
-    assert.deepEqual(batchLimits(8 * 1024 * 1024, { maxMessageSizeBytes: 48_000_000, maxWriteBatchSize: 1000 }), {
-      maxBytes: 8 * 1024 * 1024,
-      maxDocuments: 1000,
-    });
+    assert.deepEqual(
+      batchLimits(8 * 1024 * 1024, { maxMessageSizeBytes: 48_000_000, maxWriteBatchSize: 1000, maxBsonObjectSize: 1_000_000 }),
+      {
+        maxBytes: 8 * 1024 * 1024,
+        maxDocuments: 1000,
+        maxDocumentBytes: 1_000_000,
+      },
+    );
+    assert.equal(batchLimits(1024).maxDocumentBytes, 16 * 1024 * 1024, "mongod's maxBsonObjectSize when the server does not say");
   });
 });

@@ -419,7 +419,7 @@ export class ChangeEventApplier implements ChangeApplication {
       // A failed lane batch stops application now, even when no event follows to be refused.
       if (lanes.failure !== undefined) throw lanes.failure;
       if (this.#phase === 'copied' && this.#copyCompletedAt === undefined) await this.#completeCopy(lanes);
-      const batch = await reader.next();
+      const batch = await reader.next(this.#awaitMs());
       this.#lag.observeSource(batch.sourceTime);
       const start = this.#candidates.at(-1)?.position ?? this.#applied;
       let previous: ChangeEventFields | undefined;
@@ -450,6 +450,16 @@ export class ChangeEventApplier implements ChangeApplication {
         return;
       }
     }
+  }
+
+  /**
+   * How long the next `getMore` may wait for events: short while another phase waits for a source
+   * time to be passed (the index builds after the copy, the commit point), long otherwise.
+   */
+  #awaitMs(): number {
+    const waitedOn =
+      this.#catchUps.length > 0 || this.#phase === 'buildingIndexes' || (this.#target !== undefined && !this.#target.reached);
+    return waitedOn ? this.#settings.promptAwaitMs : this.#settings.maxAwaitMs;
   }
 
   /** Decides what one event is and sends it on (see the module comment). */

@@ -78,11 +78,11 @@ export class ChangeStreamReader {
     this.#start = options.start;
   }
 
-  /** The next reply's events (possibly none, after `maxAwaitMs` without any). */
-  async next(): Promise<ReaderBatch> {
+  /** The next reply's events (possibly none, after `maxAwaitMs`, or this once `awaitMs`, without any). */
+  async next(awaitMs?: number): Promise<ReaderBatch> {
     for (let retry = 0; ; retry++) {
       try {
-        const batch = await this.#read();
+        const batch = await this.#read(awaitMs);
         // The next (re)opening continues after this batch.
         this.#start = { startAfter: batch.postBatchResumeToken };
         return batch;
@@ -109,11 +109,11 @@ export class ChangeStreamReader {
     return new RawCursor(client, 'admin', { aggregate: 1, pipeline: [stage], cursor: { batchSize } }, { batchSize, maxTimeMS: maxAwaitMs });
   }
 
-  async #read(): Promise<ReaderBatch> {
+  async #read(awaitMs: number | undefined): Promise<ReaderBatch> {
     // A cursor the server closed is reopened after the last batch handed out.
     if (this.#cursor?.exhausted === true) await this.#forget();
     this.#cursor ??= this.#open();
-    const next = await this.#cursor.nextReply();
+    const next = await this.#cursor.nextReply(awaitMs);
     if (next === undefined) throw new MalformedCursorReply('the change stream cursor is closed');
     const { reply, cursor, batch: array } = next;
     const events: Uint8Array[] = [];

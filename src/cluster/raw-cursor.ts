@@ -84,8 +84,8 @@ export class RawCursor {
     return this.#id !== undefined && this.#id.isZero();
   }
 
-  /** The next reply; undefined once the cursor is exhausted. */
-  async nextReply(): Promise<RawReply | undefined> {
+  /** The next reply; undefined once the cursor is exhausted. A `getMore` waits `maxTimeMS` if given, else the cursor's own. */
+  async nextReply(maxTimeMS = this.#getMore.maxTimeMS): Promise<RawReply | undefined> {
     if (this.exhausted) return undefined;
     const command =
       this.#id === undefined
@@ -94,7 +94,7 @@ export class RawCursor {
             getMore: this.#id,
             collection: this.#collection,
             batchSize: this.#getMore.batchSize,
-            ...(this.#getMore.maxTimeMS === undefined ? {} : { maxTimeMS: this.#getMore.maxTimeMS }),
+            ...(maxTimeMS === undefined ? {} : { maxTimeMS }),
           };
     const reply = await this.#db.command(command, { raw: true, session: this.#session });
     const cursor = reply.cursor as Uint8Array | undefined;

@@ -52,12 +52,18 @@ export interface CeaSettings {
   /** Events per change-stream reply at most. */
   readBatchSize: number;
   /**
-   * How long a `getMore` waits for new events. A getMore that finds none (or only entries the
-   * stream filters out, such as an oplog note) answers only when it runs out, as on mongod, and
-   * whoever waits for application to pass a source time (an index build after the copy, the
-   * commit) waits that long: short, so that they don't (an idle stream's getMores cost next to nothing).
+   * How long a `getMore` waits for new events while nothing waits on application. New events
+   * end the wait at once; a getMore that finds none (or only entries the stream filters out, such
+   * as an oplog note) answers only when it runs out, as on mongod. Each costs a round trip, so an
+   * idle stream (a copy's hours, a sync waiting days for its commit) asks once a second.
    */
   maxAwaitMs: number;
+  /**
+   * How long a `getMore` waits while another phase waits for application to pass a source time
+   * it wrote an oplog note at (index builds after the copy, the commit point): only the end of the
+   * wait tells that the note is passed, so it is short then.
+   */
+  promptAwaitMs: number;
   /** Least time between two resume-token checkpoints (`FERRY_CEA_CHECKPOINT_INTERVAL_MS`). */
   checkpointIntervalMs: number;
 }
@@ -174,7 +180,8 @@ export function syncSettings(options: FerryOptions): SyncSettings {
       maxBatchBytes,
       maxPendingBytes: 4 * maxBatchBytes,
       readBatchSize: 10_000,
-      maxAwaitMs: 200,
+      maxAwaitMs: 1000,
+      promptAwaitMs: 200,
       checkpointIntervalMs: options.ceaCheckpointIntervalMs,
     },
     commit: { retryIntervalMs: options.commitRetryIntervalMs },

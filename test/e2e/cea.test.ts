@@ -113,6 +113,16 @@ describe('change-event application with a random workload during and after the c
     assert.ok(counter('ferry_copied_bytes_total') > 0 && counter('ferry_copied_documents_total') > 0, metrics);
   });
 
+  it('while nothing happens on the source, asks it for change events about once a second, not continuously', async () => {
+    // Application and the verifier each keep a change stream open; with nothing to read, a
+    // getMore waits a second on the server before it answers (a sync may wait days for its commit).
+    const getMores = async () => Number((await clusters.source.db('admin').command({ serverStatus: 1 })).opcounters.getmore);
+    const first = await getMores();
+    await new Promise((resolve) => setTimeout(resolve, 4000));
+    const asked = (await getMores()) - first;
+    assert.ok(asked <= 12, `${asked} getMores reached the idle source in 4 s`);
+  });
+
   it(
     'commits: COMMITTING then COMMITTED, writable, lag 0, and the ' + 'destination equals the source with every characteristic restored',
     async () => {

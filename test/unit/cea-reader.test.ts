@@ -86,6 +86,22 @@ describe('change stream reader', () => {
     assert.equal(sent[1]!.getMore.toString(), '7', 'continued with getMore');
   });
 
+  it('waits as long as asked for one getMore, and its own maxAwaitMs otherwise', async () => {
+    const { client, sent } = fakeSource([
+      () => reply([], token(100), true),
+      () => reply([], token(101), false),
+      () => reply([], token(102), false),
+    ]);
+    const reader = new ChangeStreamReader({ client, batchSize: 10, maxAwaitMs: 1000, logger });
+    await reader.next();
+    await reader.next(200);
+    await reader.next();
+    assert.deepEqual(
+      sent.slice(1).map((command) => command.maxTimeMS),
+      [200, 1000],
+    );
+  });
+
   it('reopens after the last batch handed out when the connection fails, so nothing is read twice or skipped', async () => {
     const { client, sent } = fakeSource([
       () => reply([{ _id: token(100), operationType: 'insert' }], token(100), true),

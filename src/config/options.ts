@@ -289,6 +289,7 @@ export const OPTIONS = {
     flag: false,
     env: 'FERRY_COPY_WRITE_PATH',
     choices: ['raw', 'wire', 'decode'],
+    defaultText: 'wire where it serves, else raw',
     help:
       "default `wire` where Ferry's own connections serve the destination (a replica set with SCRAM or no " +
       'authentication, TLS with CA and client-certificate files), else `raw` (bench/RESULTS.md, "Copy: the wire read ' +
@@ -302,6 +303,7 @@ export const OPTIONS = {
     flag: false,
     env: 'FERRY_COPY_READ_PATH',
     choices: ['driver', 'wire'],
+    defaultText: 'wire where it serves, else driver',
     help:
       "default `wire` where Ferry's own connections serve the source (as for `FERRY_COPY_WRITE_PATH`), else " +
       "`driver`. `wire` reads each partition on Ferry's own connections to the source's primary, each reply " +

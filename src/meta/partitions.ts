@@ -192,9 +192,13 @@ export class PartitionTable extends InstanceCollection<PartitionDocument> {
     });
   }
 
-  /** Records the in-order position reached: every document up to `lastId` is written. */
+  /**
+   * Records the in-order position reached: every document up to `lastId` is written. Partitions
+   * copied at once checkpoint while the destination is busy with their batches, so their
+   * checkpoints meet in flight and go together (GroupedWrites).
+   */
   async checkpoint(key: PartitionKey, position: { lastId: string; copiedDocs: number; copiedBytes: number }): Promise<void> {
-    await this.collection.updateOne({ _id: key }, { $set: { ...position, updatedAt: new Date() } });
+    await this.#grouped.write({ updateOne: { filter: { _id: key }, update: { $set: { ...position, updatedAt: new Date() } } } });
   }
 
   /** Marks a partition done with its final position (no `lastId` when the range was empty). */

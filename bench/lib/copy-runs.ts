@@ -121,6 +121,8 @@ export interface CopyRunOptions {
   destinationCpuProfileDir?: string;
   /** Extra environment of the ferry process (tuning variables such as `FERRY_COPY_WRITE_PATH`). Default none. */
   ferryEnv?: Record<string, string>;
+  /** Entry point of the ferry process: another build's `dist/src/cli/main.js`. Default this build's. */
+  ferryMain?: string;
   /**
    * Shards of each fresh destination (a sharded test cluster, reached through its mongos); 0 for a
    * replica set. Ferry shards the collections (`shardingFor`, with `createSupportingIndexes`);
@@ -456,7 +458,13 @@ export function measureFerryCopy(options: CopyRunOptions): Promise<CopyMeasureme
     const flags = ['--cluster0', source.uri, '--cluster1', destination.uri, ...id, ...(options.ferryFlags ?? [])];
     const sharding = destination.shards.length === 0 ? {} : { sharding: await shardingFor(source.uri, options.workload) };
     // With profiles, Ferry's log is kept beside them (its phase lines say where the time went).
-    const ferry = await startFerry(flags, options.ferryEnv ?? {}, options.ferryCpuProfileDir, nodeArgs);
+    const ferry = await startFerry(
+      flags,
+      options.ferryEnv ?? {},
+      options.ferryCpuProfileDir,
+      nodeArgs,
+      options.ferryMain === undefined ? {} : { main: options.ferryMain },
+    );
     let measured = false;
     try {
       const result = await measureCopy('ferry', ferry.child.pid!, options, destination, async (stages) => {

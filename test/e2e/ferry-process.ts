@@ -50,6 +50,8 @@ export interface FerrySpawnOptions {
   cwd?: string;
   /** False: its environment is `env` and PATH only, nothing inherited from this process. Default true. */
   inheritEnv?: boolean;
+  /** Ferry's entry point (another build's `dist/src/cli/main.js`, to compare builds). Default this build's. */
+  main?: string;
 }
 
 /**
@@ -66,7 +68,7 @@ export async function startFerry(
   const dir = logDir ?? mkdtempSync(join(tmpdir(), 'ferry-e2e-'));
   const logFile = join(dir, 'ferry.log');
   const inherited = options.inheritEnv === false ? { PATH: process.env.PATH ?? '' } : process.env;
-  const child = spawn(process.execPath, [...nodeArgs, MAIN, '--port', '0', '--logPath', dir, ...args], {
+  const child = spawn(process.execPath, [...nodeArgs, options.main ?? MAIN, '--port', '0', '--logPath', dir, ...args], {
     stdio: ['ignore', 'ignore', 'pipe'],
     env: { ...inherited, ...env },
     ...(options.cwd === undefined ? {} : { cwd: options.cwd }),

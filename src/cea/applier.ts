@@ -453,12 +453,17 @@ export class ChangeEventApplier implements ChangeApplication {
   }
 
   /**
-   * How long the next `getMore` may wait for events: short while another phase waits for a source
-   * time to be passed (the index builds after the copy, the commit point), long otherwise.
+   * How long the next `getMore` may wait for events: short until the initial copy is complete
+   * (its index builds and its completion each wait for application to pass an oplog note, and the
+   * getMore already on its way when they start is the one they wait for) and while another phase
+   * waits for a source time (the commit point); long otherwise, through the wait for the commit.
    */
   #awaitMs(): number {
     const waitedOn =
-      this.#catchUps.length > 0 || this.#phase === 'buildingIndexes' || (this.#target !== undefined && !this.#target.reached);
+      this.#phase !== 'copied' ||
+      this.#copyCompletedAt === undefined ||
+      this.#catchUps.length > 0 ||
+      (this.#target !== undefined && !this.#target.reached);
     return waitedOn ? this.#settings.promptAwaitMs : this.#settings.maxAwaitMs;
   }
 

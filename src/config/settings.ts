@@ -52,16 +52,17 @@ export interface CeaSettings {
   /** Events per change-stream reply at most. */
   readBatchSize: number;
   /**
-   * How long a `getMore` waits for new events while nothing waits on application. New events
-   * end the wait at once; a getMore that finds none (or only entries the stream filters out, such
-   * as an oplog note) answers only when it runs out, as on mongod. Each costs a round trip, so an
-   * idle stream (a copy's hours, a sync waiting days for its commit) asks once a second.
+   * How long a `getMore` waits for new events once the initial copy is complete and nothing waits
+   * on application. New events end the wait at once; a getMore that finds none (or only entries
+   * the stream filters out, such as an oplog note) answers only when it runs out, as on mongod.
+   * Each costs a round trip, so an idle sync waiting (days, maybe) for its commit asks once a second.
    */
   maxAwaitMs: number;
   /**
-   * How long a `getMore` waits while another phase waits for application to pass a source time
-   * it wrote an oplog note at (index builds after the copy, the commit point): only the end of the
-   * wait tells that the note is passed, so it is short then.
+   * How long a `getMore` waits until the copy is complete and while another phase waits for
+   * application to pass a source time it wrote an oplog note at (the index builds after the copy,
+   * the copy's completion, the commit point): only the end of the wait tells that the note is
+   * passed, so it is short then.
    */
   promptAwaitMs: number;
   /** Least time between two resume-token checkpoints (`FERRY_CEA_CHECKPOINT_INTERVAL_MS`). */

@@ -460,10 +460,7 @@ export class ChangeEventApplier implements ChangeApplication {
    */
   #awaitMs(): number {
     const waitedOn =
-      this.#phase !== 'copied' ||
-      this.#copyCompletedAt === undefined ||
-      this.#catchUps.length > 0 ||
-      (this.#target !== undefined && !this.#target.reached);
+      this.#copyCompletedAt === undefined || this.#catchUps.length > 0 || (this.#target !== undefined && !this.#target.reached);
     return waitedOn ? this.#settings.promptAwaitMs : this.#settings.maxAwaitMs;
   }
 

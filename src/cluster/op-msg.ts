@@ -98,11 +98,19 @@ function checkDocuments(bytes: Uint8Array, limits: WireLimits): void {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   for (let at = 0; at < bytes.byteLength;) {
     const size = at + 4 <= view.byteLength ? view.getInt32(at, true) : -1;
-    if (size < 5 || at + size > view.byteLength) throw new RangeError(`malformed document at byte ${at} of the batch`);
-    if (size > limits.maxBsonObjectSize) {
-      throw new WireMessageTooLarge(`a document of ${size} bytes exceeds the server's maxBsonObjectSize ${limits.maxBsonObjectSize}`);
-    }
+    checkDocument(size, at, view.byteLength, limits.maxBsonObjectSize);
     at += size;
+  }
+}
+
+/**
+ * Throws unless a document declaring `size` bytes at byte `at` ends within `end` and is at most
+ * `maxBsonObjectSize` bytes (WireMessageTooLarge: the server would refuse it).
+ */
+export function checkDocument(size: number, at: number, end: number, maxBsonObjectSize: number): void {
+  if (size < 5 || at + size > end) throw new RangeError(`malformed document at byte ${at} of the batch`);
+  if (size > maxBsonObjectSize) {
+    throw new WireMessageTooLarge(`a document of ${size} bytes exceeds the server's maxBsonObjectSize ${maxBsonObjectSize}`);
   }
 }
 

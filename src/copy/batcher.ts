@@ -11,7 +11,7 @@
  */
 import { MAX_BSON_OBJECT_BYTES, MAX_MESSAGE_BYTES, MAX_WRITE_BATCH_SIZE } from '../domain/constants.js';
 import { readInt32LE } from '../bson/scan.js';
-import { WireMessageTooLarge } from '../cluster/op-msg.js';
+import { checkDocument } from '../cluster/op-msg.js';
 import { BatchBuffers } from './batch-buffers.js';
 
 /** Limits of one write batch. */
@@ -211,12 +211,6 @@ export function packDocuments(
     write += size;
   }
   return { next, bytes: write - runStart, count: next - from, lastStart };
-}
-
-/** Throws unless the document of `size` bytes at `start` lies within `end` and is at most `largest` bytes. */
-function checkDocument(size: number, start: number, end: number, largest: number): void {
-  if (size < 5 || start + size > end) throw new RangeError(`malformed document at byte ${start}: ${size} bytes`);
-  if (size > largest) throw new WireMessageTooLarge(`a document of ${size} bytes exceeds the server's maxBsonObjectSize ${largest}`);
 }
 
 const bufferCopy = Buffer.prototype.copy;

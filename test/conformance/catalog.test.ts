@@ -225,6 +225,23 @@ conformance('catalog', (target) => {
     assert.equal(withOplog.repl, undefined, 'a section can be left out');
   });
 
+  test('serverStatus metrics.commands counts each command and its failures by name', async () => {
+    const admin = target().client.db('admin');
+    const commands = async () => (await admin.command({ serverStatus: 1 })).metrics.commands;
+    const before = await commands();
+    for (let i = 0; i < 3; i++) await target().db.command({ ping: 1 });
+    await assert.rejects(target().db.command({ collMod: 'never_created_for_metrics' }), { codeName: 'NamespaceNotFound' });
+    await assert.rejects(target().db.command({ noSuchCommandFerry: 1 }), { codeName: 'CommandNotFound' });
+    const after = await commands();
+    const total = (m: typeof before, name: string) => Number(m[name]?.total ?? 0);
+    const failed = (m: typeof before, name: string) => Number(m[name]?.failed ?? 0);
+    assert.ok(total(after, 'ping') - total(before, 'ping') >= 3, 'each request is counted');
+    assert.equal(total(after, 'collMod') - total(before, 'collMod'), 1);
+    assert.equal(failed(after, 'collMod') - failed(before, 'collMod'), 1, 'a command that answers with an error is counted as failed');
+    assert.equal(failed(after, 'ping') - failed(before, 'ping'), 0);
+    assert.ok(Number(after['<UNKNOWN>']) - Number(before['<UNKNOWN>']) >= 1, 'a request naming no command counts as <UNKNOWN>');
+  });
+
   test('getParameter answers the parameters it knows', async () => {
     const admin = target().client.db('admin');
     const fcv = await admin.command({ getParameter: 1, featureCompatibilityVersion: 1, comment: 'generic arguments are not parameters' });

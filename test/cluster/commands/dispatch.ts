@@ -64,6 +64,7 @@ export async function dispatch(
   let reply: CommandReply;
   let ctx: CommandContext | undefined;
   let started = 0;
+  let counted: string | undefined;
   try {
     const body = bodyOverride ?? decodeBody(raw);
     // Document sequences stand for array fields of the body.
@@ -75,12 +76,16 @@ export async function dispatch(
     const gossiped = (body.$clusterTime as { clusterTime?: Timestamp } | undefined)?.clusterTime;
     if (gossiped?._bsontype === 'Timestamp') instance.clock.advanceTo(gossiped);
     const spec = lookupCommand(name);
-    if (!spec) throw new ServerError('CommandNotFound', `no such command: '${name}'`);
+    if (!spec) {
+      instance.counters.unknownCommands++;
+      throw new ServerError('CommandNotFound', `no such command: '${name}'`);
+    }
+    counted = spec.name;
+    instance.counters.countCommand(name, spec.name, body, sequences);
     if (spec.adminOnly && db !== 'admin') {
       throw new ServerError('Unauthorized', `${name} may only be run against the admin database.`);
     }
     checkKnownFields(name, body);
-    instance.counters.countCommand(name, body, sequences);
     const lsid = body.lsid as { id: never } | undefined;
     const txnNumber = body.txnNumber === undefined ? undefined : Long.fromValue(body.txnNumber as number);
     ctx = {
@@ -111,6 +116,7 @@ export async function dispatch(
       reply = e instanceof ServerError ? e.toReply() : new ServerError('InternalError', String((e as Error)?.message ?? e)).toReply();
     }
   }
+  if (counted !== undefined && !reply.ok) instance.counters.commandFailed(counted);
   const time = instance.clusterTime();
   reply.$clusterTime = {
     clusterTime: time,

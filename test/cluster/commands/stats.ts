@@ -138,6 +138,7 @@ function sections(instance: Instance): Record<string, { byDefault: boolean; buil
     metrics: {
       byDefault: true,
       build: () => ({
+        commands: counters.commandMetrics(),
         ttl: longs({ deletedDocuments: counters.ttlDeletedDocuments, passes: counters.ttlPasses, subPasses: counters.ttlPasses }),
       }),
     },

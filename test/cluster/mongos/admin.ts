@@ -91,6 +91,7 @@ defineRouterCommand({
       localTime: new Date(),
       connections: { current: c.connectionsCurrent, available: 838860, totalCreated: c.connectionsTotalCreated },
       opcounters: { ...c.opcounters },
+      metrics: { commands: c.commandMetrics() },
       sharding: {
         configsvrConnectionString: router.options.configdb,
         lastSeenConfigServerOpTime: { ts: router.clock.current(), t: Long.fromNumber(1) },

@@ -140,6 +140,7 @@ export class RouterServer {
   ): Promise<RouterReply> {
     const router = this.router;
     let reply: RouterReply;
+    let counted: string | undefined;
     try {
       let body: Record<string, unknown>;
       try {
@@ -154,9 +155,13 @@ export class RouterServer {
       const gossiped = (body.$clusterTime as { clusterTime?: Timestamp } | undefined)?.clusterTime;
       if (gossiped?._bsontype === 'Timestamp') router.clock.advanceTo(gossiped);
       const command = lookupRouterCommand(name);
-      if (!command) throw new ServerError('CommandNotFound', `no such command: '${name}'`);
+      if (!command) {
+        router.counters.unknownCommands++;
+        throw new ServerError('CommandNotFound', `no such command: '${name}'`);
+      }
+      counted = command.name;
+      router.counters.countCommand(name, command.name, body, sequences);
       if (command.adminOnly && db !== 'admin') throw new ServerError('Unauthorized', `${name} may only be run against the admin database.`);
-      router.counters.countCommand(name, body, sequences);
       if (!command.noAuth) router.authorize?.(connection, name, db, body, sequences);
       const txnNumber = body.txnNumber === undefined ? undefined : Long.fromValue(body.txnNumber as number);
       const ctx: RouterContext = {
@@ -175,6 +180,7 @@ export class RouterServer {
     } catch (e) {
       reply = e instanceof ServerError ? e.toReply() : new ServerError('InternalError', String((e as Error)?.message ?? e)).toReply();
     }
+    if (counted !== undefined && !reply.ok) router.counters.commandFailed(counted);
     const time = router.clock.current();
     reply.$clusterTime = { clusterTime: time, signature: { hash: Buffer.alloc(20), keyId: Long.fromNumber(0) } };
     reply.operationTime = time;

@@ -13,13 +13,16 @@
  * their medians side by side.
  *
  * FERRY_BENCH_CPU_PROF=<dir> writes a CPU profile of the cluster process there.
+ * FERRY_BENCH_DOC_BYTES=<n> sets the documents' size (default 1024; Ferry's copy benchmarks'
+ * generated documents average ~250). FERRY_BENCH_RETRYABLE=1 sends every insert as a retryable
+ * write (an `lsid` of its own and a `txnNumber`), as copiers do: Ferry, and drivers by default.
  */
 import net from 'node:net';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { BSON, Int32, Long, ObjectId } from 'bson';
+import { BSON, Int32, Long, ObjectId, UUID } from 'bson';
 import { spawnCluster } from '../test/cluster/index.js';
 import { findElement } from '../test/cluster/raw.js';
 
@@ -30,7 +33,8 @@ const connections = Number(process.argv[3] ?? 2);
 const storageArg = (process.argv[4] ?? 'memory') as Storage | 'both';
 if (!['memory', 'dbpath', 'both'].includes(storageArg)) throw new Error(`storage must be memory, dbpath or both, not ${storageArg}`);
 const runs = Number(process.argv[5] ?? 1);
-const DOC_BYTES = 1024;
+const DOC_BYTES = Number(process.env.FERRY_BENCH_DOC_BYTES ?? 1024);
+const RETRYABLE = process.env.FERRY_BENCH_RETRYABLE === '1';
 const BATCH_DOCS = 1000;
 const CLOCK_TICKS = 100; // getconf CLK_TCK on Linux
 
@@ -155,7 +159,9 @@ function buildBatches(): Buffer[] {
   for (let first = 0; first < totalDocs; first += BATCH_DOCS) {
     const docs: Buffer[] = [];
     for (let i = first; i < Math.min(totalDocs, first + BATCH_DOCS); i++) docs.push(makeDocument(i));
-    batches.push(opMsg({ insert: 'docs', ordered: false, $db: 'bench' }, { id: 'documents', docs }));
+    // A retryable insert: a session of its own (batches go to whichever connection is free), txnNumber 1.
+    const session = RETRYABLE ? { lsid: { id: new UUID() }, txnNumber: Long.fromNumber(1) } : {};
+    batches.push(opMsg({ insert: 'docs', ordered: false, ...session, $db: 'bench' }, { id: 'documents', docs }));
   }
   return batches;
 }
@@ -223,7 +229,7 @@ async function runOnce(storage: Storage): Promise<RunResult> {
 
     const mb = (n: number) => (n / 1e6).toFixed(0);
     console.log(
-      `[${storage}] inserted ${totalDocs.toLocaleString()} × 1 KiB documents (${insertedMB.toFixed(0)} MB) over ${connections} connections`,
+      `[${storage}] inserted ${totalDocs.toLocaleString()} × ${DOC_BYTES}-byte documents${RETRYABLE ? " (retryable)" : ""} (${insertedMB.toFixed(0)} MB) over ${connections} connections`,
     );
     console.log(
       `[${storage}] insert: ${(insertedMB / insertCpu).toFixed(0)} MB per server CPU-second ` +

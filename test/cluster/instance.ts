@@ -255,8 +255,24 @@ export class Instance {
     this.assertWritable(ctx, collection.db);
     const { entry, evicted } = collection.insert(raw, id);
     const o2 = this.documentKeyOf?.(collection, raw, id) ?? { _id: id };
-    if (ctx.stage || (ctx.lsid && ctx.txnNumber !== undefined)) {
+    if (ctx.stage) {
       this.record(ctx, { op: 'i', ns: collection.ns, ui: collection.uuid, o: raw, o2, size: raw.length, ...session(ctx) });
+    } else if (ctx.lsid && ctx.txnNumber !== undefined) {
+      // A retryable insert (what copiers send, one entry per document): the plain shape below
+      // plus its session, built in one literal rather than through record()'s every-field shape.
+      this.oplog.append({
+        ts: this.clock.tick(),
+        wall: this.wallClock(),
+        op: 'i',
+        ns: collection.ns,
+        ui: collection.uuid,
+        o: raw,
+        o2,
+        size: raw.length,
+        fromMigrate: ctx.fromMigrate,
+        lsid: ctx.lsid,
+        txnNumber: ctx.txnNumber,
+      });
     } else {
       // The commonest entry by far (one per inserted document, kept as long as the oplog keeps
       // it): a shape of its own without the fields a plain insert never has, a third smaller.

@@ -229,7 +229,7 @@ async function runOnce(storage: Storage): Promise<RunResult> {
 
     const mb = (n: number) => (n / 1e6).toFixed(0);
     console.log(
-      `[${storage}] inserted ${totalDocs.toLocaleString()} × ${DOC_BYTES}-byte documents${RETRYABLE ? " (retryable)" : ""} (${insertedMB.toFixed(0)} MB) over ${connections} connections`,
+      `[${storage}] inserted ${totalDocs.toLocaleString()} × ${DOC_BYTES}-byte documents${RETRYABLE ? ' (retryable)' : ''} (${insertedMB.toFixed(0)} MB) over ${connections} connections`,
     );
     console.log(
       `[${storage}] insert: ${(insertedMB / insertCpu).toFixed(0)} MB per server CPU-second ` +

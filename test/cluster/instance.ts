@@ -257,25 +257,11 @@ export class Instance {
     const o2 = this.documentKeyOf?.(collection, raw, id) ?? { _id: id };
     if (ctx.stage) {
       this.record(ctx, { op: 'i', ns: collection.ns, ui: collection.uuid, o: raw, o2, size: raw.length, ...session(ctx) });
-    } else if (ctx.lsid && ctx.txnNumber !== undefined) {
-      // A retryable insert (what copiers send, one entry per document): the plain shape below
-      // plus its session, built in one literal rather than through record()'s every-field shape.
-      this.oplog.append({
-        ts: this.clock.tick(),
-        wall: this.wallClock(),
-        op: 'i',
-        ns: collection.ns,
-        ui: collection.uuid,
-        o: raw,
-        o2,
-        size: raw.length,
-        fromMigrate: ctx.fromMigrate,
-        lsid: ctx.lsid,
-        txnNumber: ctx.txnNumber,
-      });
     } else {
       // The commonest entry by far (one per inserted document, kept as long as the oplog keeps
-      // it): a shape of its own without the fields a plain insert never has, a third smaller.
+      // it): a shape of its own without the fields a plain insert never has, a third smaller than
+      // record()'s. A retryable insert (what copiers send) fills its session fields.
+      const retryable = Boolean(ctx.lsid) && ctx.txnNumber !== undefined;
       this.oplog.append({
         ts: this.clock.tick(),
         wall: this.wallClock(),
@@ -286,6 +272,8 @@ export class Instance {
         o2,
         size: raw.length,
         fromMigrate: ctx.fromMigrate,
+        lsid: retryable ? ctx.lsid : undefined,
+        txnNumber: retryable ? ctx.txnNumber : undefined,
       });
     }
     for (const gone of evicted) this.recordDelete(ctx, collection, gone);

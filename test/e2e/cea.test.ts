@@ -116,11 +116,19 @@ describe('change-event application with a random workload during and after the c
   it('while nothing happens on the source, asks it for change events about once a second, not continuously', async () => {
     // Application and the verifier each keep a change stream open; with nothing to read, a
     // getMore waits a second on the server before it answers (a sync may wait days for its commit).
+    // The verifier may still be reading the last workload's changes on a loaded machine: the
+    // sync is idle once one 4 s window of three stays under the bound (polling never does).
     const getMores = async () => Number((await clusters.source.db('admin').command({ serverStatus: 1 })).opcounters.getmore);
-    const first = await getMores();
-    await new Promise((resolve) => setTimeout(resolve, 4000));
-    const asked = (await getMores()) - first;
-    assert.ok(asked <= 12, `${asked} getMores reached the idle source in 4 s`);
+    const windows: number[] = [];
+    while (windows.length < 3 && !windows.some((asked) => asked <= 12)) {
+      const first = await getMores();
+      await new Promise((resolve) => setTimeout(resolve, 4000));
+      windows.push((await getMores()) - first);
+    }
+    assert.ok(
+      windows.some((asked) => asked <= 12),
+      `getMores that reached the idle source in each 4 s: ${windows.join(', ')}`,
+    );
   });
 
   it(

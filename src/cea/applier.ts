@@ -60,6 +60,7 @@ import { DdlApplier, isDdlOperation } from './ddl.js';
 import { isCrudOperation } from './crud-event.js';
 import { mayArriveFromAnotherShard } from './shard-key-change.js';
 import { NamespaceUuids } from './namespace-uuids.js';
+import { sameResumeToken } from '../cluster/resume-token.js';
 import { sleep } from '../cluster/retry.js';
 import { LagTracker } from './lag.js';
 import { OplogWatch } from './oplog-window.js';
@@ -680,6 +681,8 @@ export class ChangeEventApplier implements ChangeApplication {
   #checkpoint(): Promise<void> {
     const position = this.#applied;
     if (position === undefined || position === this.#saved) return this.#saving;
+    // An idle source's replies repeat their token: each would be a write of the recorded one.
+    if (sameResumeToken(position.resumeToken, this.#saved?.resumeToken)) return this.#saving;
     this.#saved = position;
     this.#saving = this.#saving.catch(() => undefined).then(() => this.#checkpoints.save(position));
     return this.#saving;

@@ -4,7 +4,7 @@
  * rest is opaque. Reading that time lets Ferry say how far application has come from a
  * `postBatchResumeToken` alone, which advances even when no event passes the filter.
  */
-import { Timestamp, type Document } from 'bson';
+import { BSON, Timestamp, type Document } from 'bson';
 
 /** KeyString type byte of a Timestamp. */
 const TIMESTAMP_TYPE = 0x82;
@@ -17,4 +17,14 @@ export function tokenTime(token: Document | undefined): Timestamp | undefined {
   const t = Number.parseInt(data.slice(2, 10), 16);
   const i = Number.parseInt(data.slice(10, 18), 16);
   return new Timestamp({ t, i });
+}
+
+/**
+ * Whether two resume tokens are the same point of a stream. An idle stream's replies repeat their
+ * `postBatchResumeToken` (mongod moves it only when the oplog moves), so a position recorded
+ * again would be a write that changes nothing.
+ */
+export function sameResumeToken(a: Document | undefined, b: Document | undefined): boolean {
+  if (a === undefined || b === undefined) return a === b;
+  return Buffer.from(BSON.serialize(a)).equals(BSON.serialize(b));
 }

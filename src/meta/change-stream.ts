@@ -10,7 +10,8 @@
  *   this may have raced the copy, so its collection is read again whole (ddl.ts).
  *
  * A checkpoint is written only after the events it covers are applied (lanes' watermark), at
- * most once per interval while running, and at every DDL barrier, pause, commit and stop.
+ * most once per interval while running, and at every DDL barrier, pause, commit and stop; never
+ * when its token is the one already recorded (an idle stream's replies repeat theirs).
  */
 import type { Document, Timestamp } from 'bson';
 import { InstanceCollection, type MetadataStore } from './store.js';

@@ -35,6 +35,7 @@ import type { MongoClient } from 'mongodb';
 import { ChangeStreamReader } from '../cluster/change-stream.js';
 import { connect } from '../cluster/connect.js';
 import { isTransient } from '../cluster/errors.js';
+import { sameResumeToken } from '../cluster/resume-token.js';
 import { RETRY_POLICY, retryDelay } from '../cluster/retry.js';
 import { redactUris } from '../domain/credentials.js';
 import { namespaceOf, splitNamespace, type Namespace } from '../domain/namespaces.js';
@@ -900,7 +901,8 @@ export class Verifier implements VerificationPhase {
   async #saveStreams(): Promise<void> {
     for (const side of ['source', 'destination'] as const) {
       const point = this.#queue.savablePoint(side);
-      if (point === undefined) continue;
+      // An idle stream's replies repeat their token: each would be a write of the recorded one.
+      if (point === undefined || sameResumeToken(point.resumeToken, this.#record?.[side]?.resumeToken)) continue;
       await this.#state.saveStream(side, point);
       if (this.#record !== undefined) this.#record[side] = point;
     }

@@ -13,6 +13,7 @@ import type { Document } from 'bson';
 import { RUN, useClusterPair } from './copy-fixtures.js';
 import { EXCLUDED, playOperations, sampleOperations, seed } from './cea-workload.js';
 import { commitWhenReady, copyFinished, startFerry, type FerryProcess, type Progress } from './ferry-process.js';
+import { METADATA_DATABASE } from '../../src/domain/namespaces.js';
 
 const clusters = useClusterPair();
 /** Slow, fine-grained copy, so that the workload overlaps it. */
@@ -129,6 +130,22 @@ describe('change-event application with a random workload during and after the c
       windows.some((asked) => asked <= 12),
       `getMores that reached the idle source in each 4 s: ${windows.join(', ')}`,
     );
+  });
+
+  it("while nothing happens on the source, leaves application's recorded position alone instead of rewriting it every second", async () => {
+    // An idle stream's replies repeat their resume token, and the checkpoint is written when the
+    // token moves (mongod's periodic no-op moves it every 10 s), not once a second. As above, one
+    // quiet 4 s window of three is enough: the verifier may still be busy with the last workload.
+    const checkpoints = clusters.destination.db(METADATA_DATABASE).collection<{ _id: string; updatedAt: Date }>('changeStream');
+    const written = async () => (await checkpoints.findOne({ _id: `cea-${RUN}` }))?.updatedAt.getTime();
+    const windows: boolean[] = [];
+    while (windows.length < 3 && !windows.includes(false)) {
+      const first = await written();
+      assert.ok(first !== undefined, 'application has recorded a position');
+      await new Promise((resolve) => setTimeout(resolve, 4000));
+      windows.push((await written()) !== first);
+    }
+    assert.ok(windows.includes(false), `the position was rewritten in each 4 s window: ${windows.join(', ')}`);
   });
 
   it(

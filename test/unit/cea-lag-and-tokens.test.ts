@@ -2,7 +2,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Timestamp } from 'bson';
 import { LagTracker } from '../../src/cea/lag.js';
-import { tokenTime } from '../../src/cluster/resume-token.js';
+import { sameResumeToken, tokenTime } from '../../src/cluster/resume-token.js';
 import { describeTime, laterTime } from '../../src/domain/time.js';
 
 const at = (t: number, i = 1) => new Timestamp({ t, i });
@@ -17,6 +17,14 @@ describe('resume token times', () => {
     assert.equal(tokenTime({ _data: '01ABCDEF' }), undefined);
     assert.equal(tokenTime({ _data: 123 }), undefined);
     assert.equal(tokenTime(undefined), undefined);
+  });
+
+  it('tells a repeated token (an idle stream) from one that moved', () => {
+    const token = (i: number) => ({ _data: `82${(1_700_000_123).toString(16)}${i.toString(16).padStart(8, '0')}2B0229296E04` });
+    assert.equal(sameResumeToken(token(7), token(7)), true);
+    assert.equal(sameResumeToken(token(7), token(8)), false);
+    assert.equal(sameResumeToken(token(7), undefined), false);
+    assert.equal(sameResumeToken(undefined, undefined), true);
   });
 
   it('orders times and says them readably', () => {

@@ -158,7 +158,15 @@ export async function startFerry(
     waitForVerification,
     stop: async (signal = 'SIGTERM') => {
       if (child.exitCode === null && child.signalCode === null) child.kill(signal);
-      return exit;
+      const code = await exit;
+      // A stop that failed is asserted by its caller as a bare exit code: say here what Ferry said.
+      if (signal !== 'SIGKILL' && code !== 0) {
+        const said = ownLog().filter((line) => line.level !== 'info' && line.level !== 'debug');
+        process.stderr.write(
+          `ferry (pid ${child.pid}) exited with ${code} on ${signal}; its last warnings: ${JSON.stringify(said.slice(-3))}\n${stderr}`,
+        );
+      }
+      return code;
     },
   };
 }

@@ -378,6 +378,8 @@ export class Verifier implements VerificationPhase {
       record = this.#record = (await this.#state.read())!;
     }
     this.#problem = undefined;
+    // A stop asked during the reads above found no followers to stop: the tasks must not start.
+    this.#checkStopping();
     // Its own clients: in currentOp, server logs and fail points the verifier's change streams and
     // rechecks are `ferry-verify` (as its range reads are), not change-event application's `ferry`.
     const clients = {

@@ -43,7 +43,7 @@ function leases(client: MongoClient) {
 }
 
 describe('the lease of a sync', { skip: LOCAL_ONLY }, () => {
-  const pair = useFaultPair();
+  const pair = useFaultPair({ enableTestCommands: true });
   const flags = (id: string) => ['--cluster0', pair.source.uri, '--cluster1', pair.destination.uri, '--id', id];
 
   it('a second Ferry with the same --id is refused by name while the first runs, and the first goes on', async () => {
@@ -86,6 +86,30 @@ describe('the lease of a sync', { skip: LOCAL_ONLY }, () => {
       await restarted.waitForProgress((p) => p.state === 'COMMITTED', 30_000);
     } finally {
       assert.equal(await restarted.stop(), 0);
+    }
+  });
+
+  it('a stop that lands while a restarted Ferry is starting its verifier ends at once, not at the stop deadline', async () => {
+    const db = dbName('lease_stop_starting');
+    await seed(pair.sourceClient, db, 'items', 100);
+    const id = `lease-stop-starting-${RUN}`;
+    const { ferry } = await runningSync(pair, id, db);
+    assert.equal(await ferry.stop(), 0);
+    // Every read of the verifier's record waits 1.5 s on the destination: the restarted verifier's
+    // first read is in flight when the stop lands, and it must start nothing once it returns.
+    const failPoint = (mode: unknown) =>
+      pair.destinationClient.db('admin').command({
+        configureFailPoint: 'failCommand',
+        mode,
+        data: { failCommands: ['find'], namespace: `${METADATA_DATABASE}.verification`, blockConnection: true, blockTimeMS: 1500 },
+      });
+    await failPoint('alwaysOn');
+    try {
+      const restarted = await startFerry(flags(id), QUICK);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      assert.equal(await restarted.stop(), 0, 'stopped cleanly, not at the stop deadline');
+    } finally {
+      await failPoint('off');
     }
   });
 

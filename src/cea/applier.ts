@@ -680,9 +680,8 @@ export class ChangeEventApplier implements ChangeApplication {
   /** Records the applied position if it moved (writes are chained, so they land in order). */
   #checkpoint(): Promise<void> {
     const position = this.#applied;
-    if (position === undefined || position === this.#saved) return this.#saving;
     // An idle source's replies repeat their token: each would be a write of the recorded one.
-    if (sameResumeToken(position.resumeToken, this.#saved?.resumeToken)) return this.#saving;
+    if (position === undefined || sameResumeToken(position.resumeToken, this.#saved?.resumeToken)) return this.#saving;
     this.#saved = position;
     this.#saving = this.#saving.catch(() => undefined).then(() => this.#checkpoints.save(position));
     return this.#saving;

@@ -344,6 +344,16 @@ export const OPTIONS = {
     help:
       'documents the verifier keeps in memory waiting to be checked again (about 300 bytes each); more wait in the ' + 'metadata database',
   },
+  verifyRetryIntervalMs: {
+    type: 'integer',
+    flag: false,
+    env: 'FERRY_VERIFY_RETRY_INTERVAL_MS',
+    min: 1,
+    max: 3_600_000,
+    unit: 'milliseconds',
+    default: 10_000,
+    help: 'how long verification stopped on an error waits before it continues from its records',
+  },
   commitRetryIntervalMs: {
     type: 'integer',
     flag: false,

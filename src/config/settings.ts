@@ -101,7 +101,7 @@ export interface VerificationSettings {
   checkpointIntervalMs: number;
   /** How long a re-check may pin a stream position in memory before it is written out. */
   pinMs: number;
-  /** How long the verifier waits after a failure before it continues. */
+  /** How long the verifier waits after a failure before it continues (`FERRY_VERIFY_RETRY_INTERVAL_MS`). */
   retryIntervalMs: number;
 }
 
@@ -205,7 +205,7 @@ export function syncSettings(options: FerryOptions): SyncSettings {
       maxAwaitMs: 1000,
       checkpointIntervalMs: 1000,
       pinMs: 5000,
-      retryIntervalMs: 10_000,
+      retryIntervalMs: options.verifyRetryIntervalMs,
     },
   };
 }

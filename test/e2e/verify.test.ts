@@ -417,10 +417,17 @@ describe('embedded verifier', () => {
       mode: { times: 1 },
       data: { failCommands: ['find'], errorCode: 2, appName: 'ferry-verify' },
     });
-    const ferry = await startFerry(ferryArgs(`verify-retry-${RUN}`));
+    const ferry = await startFerry(ferryArgs(`verify-retry-${RUN}`), { FERRY_VERIFY_RETRY_INTERVAL_MS: '1000' });
     try {
       assert.equal((await ferry.post('start', startBody(db))).status, 200);
-      await ferry.waitForProgress((p) => p.warnings.some((w: string) => w.startsWith('Verification stopped on an error')), 60_000);
+      const stopped = await ferry.waitForProgress(
+        (p) => p.warnings.some((w: string) => w.startsWith('Verification stopped on an error')),
+        60_000,
+      );
+      assert.ok(
+        stopped.warnings.some((w: string) => w.startsWith('Verification stopped on an error and continues in 1 s')),
+        JSON.stringify(stopped.warnings),
+      );
       await coll(destination, db, 'docs').deleteOne({ _id: 9 });
       const report = await ferry.waitForVerification((r) => r.mismatchCount >= 1, 60_000);
       assert.deepEqual(keysOf(report, db), ['docs|9|missing']);

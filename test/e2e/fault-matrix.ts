@@ -438,7 +438,7 @@ export class SyncDriver {
         if (progress.state === 'PAUSED' && this.errors.length > 0) throw new StuckPaused(this.id, this.errors.at(-1)!);
         throw new Error(`${this.id}: timed out; last progress ${JSON.stringify(progress)}`);
       }
-      await pause(25);
+      await pause(50);
     }
   }
 
@@ -460,7 +460,7 @@ export class SyncDriver {
       await this.until(() => true, onPaused);
       if (Date.now() > deadline)
         throw new Error(`${this.id}: marker ${_id} not applied; progress ${JSON.stringify(await this.progress())}`);
-      await pause(25);
+      await pause(50);
     }
   }
 

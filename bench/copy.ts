@@ -1,8 +1,9 @@
 /**
  * Copy benchmark: the same generated data (scripts/generate.ts) copied by Ferry and by the
  * baseline copier (bench/baseline-copier.ts: find + insertMany, one collection at a time), each
- * into a fresh destination test cluster, in one run, side by side. Runs alternate which copier
- * goes first; figures are medians over runs, and the ratio is the median of the per-run ratios.
+ * into a fresh destination test cluster, in one run, side by side. Each run starts with the next
+ * copier (MongoDB's tools too); figures are medians over runs, and the ratio is the median of the
+ * per-run ratios.
  *
  * With `--shards n` each destination is a sharded test cluster of n shards (through its mongos):
  * replica set → sharded, Ferry sharding every collection on `{_id: "hashed"}`; each destination
@@ -183,20 +184,19 @@ export async function runCopyBenchmark(options: CopyBenchmarkOptions = {}): Prom
         ...(options.cpuProf === undefined ? {} : { ferryCpuProfileDir: options.cpuProf }),
         ...(options.clusterCpuProf === undefined ? {} : { destinationCpuProfileDir: clusterProfile('destination') }),
       };
-      // Alternate the order, so that neither copier always meets a warmer (or busier) machine.
-      let ferry: CopyMeasurement;
-      let baseline: CopyMeasurement;
-      if (run % 2 === 0) {
-        ferry = await measureFerryCopy(measure);
-        baseline = await measureBaselineCopy(measure);
-      } else {
-        baseline = await measureBaselineCopy(measure);
-        ferry = await measureFerryCopy(measure);
+      // Each run starts with the next copier, so that none always meets a warmer (or busier) machine: the first
+      // copy after the data is generated costs the destination more (bench/RESULTS.md, 2026-11-29).
+      const peerCopies = (mongoTools === undefined ? [] : PEER_CONFIGURATIONS).map(
+        (configuration) => () => measurePeerCopy(measure, mongoTools!, configuration),
+      );
+      const copiers = [() => measureFerryCopy(measure), () => measureBaselineCopy(measure), ...peerCopies];
+      const measured: CopyMeasurement[] = [];
+      for (let i = 0; i < copiers.length; i++) {
+        const at = (run + i) % copiers.length;
+        measured[at] = await copiers[at]!();
       }
-      const peers: PeerMeasurement[] = [];
-      for (const configuration of mongoTools === undefined ? [] : PEER_CONFIGURATIONS) {
-        peers.push(await measurePeerCopy(measure, mongoTools!, configuration));
-      }
+      const [ferry, baseline] = measured as [CopyMeasurement, CopyMeasurement];
+      const peers = measured.slice(2) as PeerMeasurement[];
       const ratio = round(ferry.MBps / baseline.MBps);
       perRun.push({ ferry, baseline, ratio, ...(mongoTools === undefined ? {} : { peers }) });
       print(`run ${run + 1}/${runs}:`);

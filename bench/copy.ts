@@ -100,17 +100,24 @@ export interface CopyBenchmarkResult {
   /** Ferry's window in stages (`CopyStage`: copy, index builds, until canCommit), medians over runs. */
   ferryStages: CopyStage[];
   /**
-   * Issue 17's destination targets (with `mongoTools`): the destination's CPU per GiB during Ferry's
-   * window against the `--noIndexRestore` restore's plus Ferry's own index builds' (its
-   * `indexBuilds` stage), and Ferry's time against the destination's busy time (within 10%).
+   * Issue 17's destination targets (with `mongoTools`), "during Ferry's copy": its `copy` and
+   * `indexBuilds` stages, not the embedded verifier's pass until `canCommit` (work the restore does
+   * not do). The destination's CPU per GiB then against the `--noIndexRestore` restore's plus
+   * Ferry's own index builds', and Ferry's time against the destination's busy time (within 10%).
+   * Medians over runs.
    */
   destinationTargets?: {
+    /** The destination's CPU per GiB during Ferry's copy and index builds. */
+    ferryCopyDestinationCpuSecondsPerGB: number;
+    /** The same over Ferry's whole window (to `canCommit`), for comparison. */
     ferryDestinationCpuSecondsPerGB: number;
     noIndexRestorePlusIndexBuildsCpuSecondsPerGB: number | null;
     cpuPerByteMet: boolean;
-    ferrySeconds: number;
+    /** Ferry's copy and index builds. */
+    ferryCopySeconds: number;
+    /** The destination's CPU seconds during them. */
     destinationBusySeconds: number;
-    /** `ferrySeconds` over `destinationBusySeconds`: ≤ 1.1 meets the target. */
+    /** `ferryCopySeconds` over `destinationBusySeconds`: ≤ 1.1 meets the target. */
     timeOverBusy: number;
     busyTimeMet: boolean;
   };
@@ -257,9 +264,10 @@ export async function runCopyBenchmark(options: CopyBenchmarkOptions = {}): Prom
       }
       const targets = result.destinationTargets!;
       print(
-        `  destination CPU s/GB: Ferry ${targets.ferryDestinationCpuSecondsPerGB}, --noIndexRestore + Ferry's index builds ` +
+        `  destination CPU s/GB during Ferry's copy and index builds: Ferry ${targets.ferryCopyDestinationCpuSecondsPerGB} ` +
+          `(${targets.ferryDestinationCpuSecondsPerGB} to canCommit), --noIndexRestore + Ferry's index builds ` +
           `${targets.noIndexRestorePlusIndexBuildsCpuSecondsPerGB} (${targets.cpuPerByteMet ? 'met' : 'missed'}); ` +
-          `Ferry ${targets.ferrySeconds} s over the destination's ${targets.destinationBusySeconds} busy s: ` +
+          `Ferry's copy and index builds ${targets.ferryCopySeconds} s over the destination's ${targets.destinationBusySeconds} busy s: ` +
           `${targets.timeOverBusy}x (≤ 1.1 ${targets.busyTimeMet ? 'met' : 'missed'})`,
       );
       print(
@@ -301,18 +309,24 @@ function stageMedians(runs: CopyStage[][]): CopyStage[] {
   });
 }
 
-/** Issue 17's two destination targets from the medians (see `destinationTargets` in the result). */
+/** Issue 17's two destination targets (see `destinationTargets` in the result). */
 function destinationTargets(result: CopyBenchmarkResult): NonNullable<CopyBenchmarkResult['destinationTargets']> {
   const noIndexes = result.peers!.find((peer) => !peer.buildsIndexes)?.destinationCpuSecondsPerGB ?? null;
   const indexBuilds = result.ferryStages.find((stage) => stage.stage === 'indexBuilds')?.destinationCpuSecondsPerGB ?? 0;
   const allowed = noIndexes === null ? null : round(noIndexes + indexBuilds);
-  const busySeconds = round(median(result.perRun.map((run) => run.ferry.destinationClusterCpuSeconds)));
-  const timeOverBusy = round(result.ferrySeconds / busySeconds);
+  const copyStages = result.perRun.map((run) => (run.ferry.stages ?? []).filter((stage) => stage.stage !== 'untilCanCommit'));
+  const ofCopy = (field: 'seconds' | 'destinationCpuSeconds' | 'destinationCpuSecondsPerGB') =>
+    round(median(copyStages.map((stages) => stages.reduce((total, stage) => total + stage[field], 0))));
+  const copyCpuPerGB = ofCopy('destinationCpuSecondsPerGB');
+  const copySeconds = ofCopy('seconds');
+  const busySeconds = ofCopy('destinationCpuSeconds');
+  const timeOverBusy = round(copySeconds / busySeconds);
   return {
+    ferryCopyDestinationCpuSecondsPerGB: copyCpuPerGB,
     ferryDestinationCpuSecondsPerGB: result.ferryDestinationCpuSecondsPerGB,
     noIndexRestorePlusIndexBuildsCpuSecondsPerGB: allowed,
-    cpuPerByteMet: allowed !== null && result.ferryDestinationCpuSecondsPerGB <= allowed,
-    ferrySeconds: result.ferrySeconds,
+    cpuPerByteMet: allowed !== null && copyCpuPerGB <= allowed,
+    ferryCopySeconds: copySeconds,
     destinationBusySeconds: busySeconds,
     timeOverBusy,
     busyTimeMet: timeOverBusy <= 1.1,

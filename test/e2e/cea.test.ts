@@ -114,7 +114,32 @@ describe('change-event application with a random workload during and after the c
     assert.ok(counter('ferry_copied_bytes_total') > 0 && counter('ferry_copied_documents_total') > 0, metrics);
   });
 
+  /**
+   * Waits until a marker written on the source now is on the destination: everything before it is
+   * applied. Progress can read lag 0 while the last workload's DDL is still being applied: under a
+   * full run's load a CI run took two more minutes (each DDL behind the verifier's scan on the
+   * single-threaded destination), while the lag counted from the source time last read.
+   */
+  async function appliedThroughNow(name: string): Promise<void> {
+    const marker = { _id: name };
+    await clusters.source
+      .db(DB)
+      .collection('markers')
+      .insertOne(marker as Document);
+    const deadline = Date.now() + 300_000;
+    while (
+      (await clusters.destination
+        .db(DB)
+        .collection('markers')
+        .countDocuments(marker as Document)) === 0
+    ) {
+      assert.ok(Date.now() < deadline, `change-event application did not reach the marker ${name} in 300 s`);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  }
+
   it('while nothing happens on the source, asks it for change events about once a second, not continuously', async () => {
+    await appliedThroughNow('before-idle-getMores');
     // Application and the verifier each keep a change stream open; with nothing to read, a
     // getMore waits a second on the server before it answers (a sync may wait days for its commit).
     // The verifier may still be reading the last workload's changes on a loaded machine: the
@@ -136,6 +161,7 @@ describe('change-event application with a random workload during and after the c
     // An idle stream's replies repeat their resume token, and the checkpoint is written when the
     // token moves (mongod's periodic no-op moves it every 10 s), not once a second. As above, one
     // quiet 4 s window of three is enough: the verifier may still be busy with the last workload.
+    await appliedThroughNow('before-idle-checkpoints');
     const checkpoints = clusters.destination.db(METADATA_DATABASE).collection<{ _id: string; updatedAt: Date }>('changeStream');
     const written = async () => (await checkpoints.findOne({ _id: `cea-${RUN}` }))?.updatedAt.getTime();
     const windows: boolean[] = [];

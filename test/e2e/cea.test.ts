@@ -116,9 +116,9 @@ describe('change-event application with a random workload during and after the c
 
   /**
    * Waits until a marker written on the source now is on the destination: everything before it is
-   * applied. Progress can read lag 0 while the last workload's DDL is still being applied: under a
-   * full run's load a CI run took two more minutes (each DDL behind the verifier's scan on the
-   * single-threaded destination), while the lag counted from the source time last read.
+   * applied. Progress can read lag 0 while the last workload's DDL is still being applied (the lag
+   * counts whole seconds from the source time last read): in a CI run under a full run's load that
+   * took two more minutes, each DDL seemingly waiting on the verifier's scans of the destination.
    */
   async function appliedThroughNow(name: string): Promise<void> {
     const marker = { _id: name };

@@ -12,7 +12,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Document } from 'bson';
 import type { MongoClient } from 'mongodb';
-import { RUN, useClusterPair } from './copy-fixtures.js';
+import { RUN, useClusterPair, waitForMarker } from './copy-fixtures.js';
 import { startFerry, type FerryProcess } from './ferry-process.js';
 
 const clusters = useClusterPair({ enableTestCommands: true });
@@ -37,19 +37,15 @@ async function duringReRead(source: MongoClient, ns: string, rename: () => Promi
   await race();
 }
 
+/** Waits until application has the marker written now, the sync running all along. */
 async function caughtUp(ferry: FerryProcess, marker: Document, db: string): Promise<void> {
-  await clusters.source
-    .db(db)
-    .collection('keep')
-    .insertOne({ ...marker });
-  const deadline = Date.now() + 60_000;
-  while (Date.now() < deadline) {
-    const progress = await ferry.progress();
-    assert.equal(progress.state, 'RUNNING', `the sync keeps running: ${JSON.stringify(progress.warnings)}`);
-    if ((await clusters.destination.db(db).collection('keep').countDocuments(marker)) === 1) return;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  assert.fail('change-event application did not reach the marker written after the race');
+  await waitForMarker(clusters, db, marker, {
+    collection: 'keep',
+    check: async () => {
+      const progress = await ferry.progress();
+      assert.equal(progress.state, 'RUNNING', `the sync keeps running: ${JSON.stringify(progress.warnings)}`);
+    },
+  });
 }
 
 describe('DDL racing a re-read of a collection', () => {

@@ -10,7 +10,7 @@
 import { before, after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Document } from 'bson';
-import { RUN, useClusterPair } from './copy-fixtures.js';
+import { RUN, useClusterPair, waitForMarker } from './copy-fixtures.js';
 import { EXCLUDED, playOperations, sampleOperations, seed } from './cea-workload.js';
 import { commitWhenReady, copyFinished, startFerry, type FerryProcess, type Progress } from './ferry-process.js';
 import { METADATA_DATABASE } from '../../src/domain/namespaces.js';
@@ -115,28 +115,12 @@ describe('change-event application with a random workload during and after the c
   });
 
   /**
-   * Waits until a marker written on the source now is on the destination: everything before it is
-   * applied. Progress can read lag 0 while the last workload's DDL is still being applied (the lag
-   * counts whole seconds from the source time last read): in a CI run under a full run's load that
-   * took two more minutes, each DDL seemingly waiting on the verifier's scans of the destination.
+   * Progress can read lag 0 while the last workload's DDL is still being applied (the lag counts
+   * whole seconds from the source time last read): in a CI run under a full run's load that took two
+   * more minutes, each DDL seemingly waiting on the verifier's scans of the destination. A marker
+   * applied says the sync is idle.
    */
-  async function appliedThroughNow(name: string): Promise<void> {
-    const marker = { _id: name };
-    await clusters.source
-      .db(DB)
-      .collection('markers')
-      .insertOne(marker as Document);
-    const deadline = Date.now() + 300_000;
-    while (
-      (await clusters.destination
-        .db(DB)
-        .collection('markers')
-        .countDocuments(marker as Document)) === 0
-    ) {
-      assert.ok(Date.now() < deadline, `change-event application did not reach the marker ${name} in 300 s`);
-      await new Promise((resolve) => setTimeout(resolve, 200));
-    }
-  }
+  const appliedThroughNow = (name: string) => waitForMarker(clusters, DB, { _id: name }, { timeoutMs: 300_000 });
 
   it('while nothing happens on the source, asks it for change events about once a second, not continuously', async () => {
     await appliedThroughNow('before-idle-getMores');

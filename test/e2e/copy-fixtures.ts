@@ -216,6 +216,32 @@ export interface TestClusters {
 }
 
 /**
+ * Writes `marker` into `db.<collection>` on the source and waits until change-event application has
+ * put it on the destination: everything written before it is applied. `check` runs on every round
+ * of the wait (to fail at once on, say, a paused sync).
+ */
+export async function waitForMarker(
+  clusters: TestClusters,
+  db: string,
+  marker: Document,
+  options: { collection?: string; timeoutMs?: number; check?: () => Promise<void> } = {},
+): Promise<void> {
+  const collection = options.collection ?? 'markers';
+  await clusters.source
+    .db(db)
+    .collection(collection)
+    .insertOne({ ...marker });
+  const deadline = Date.now() + (options.timeoutMs ?? 60_000);
+  for (;;) {
+    await options.check?.();
+    if ((await clusters.destination.db(db).collection(collection).countDocuments(marker)) === 1) return;
+    if (Date.now() > deadline)
+      throw new Error(`change-event application did not reach the marker ${JSON.stringify(marker)} in ${db}.${collection}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+/**
  * Registers the file's before/after hooks: a source/destination pair with a client on each, and
  * at the end this run's data and metadata dropped from both. The fields are set once `before` ran.
  * `options` are the test clusters' (fail points are always enabled; real deployments ignore them).

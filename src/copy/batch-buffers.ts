@@ -78,3 +78,46 @@ export class BatchBuffers {
     return Buffer.allocUnsafeSlow(bytes);
   }
 }
+
+/**
+ * A worker thread's sets of batch buffers between partitions. Each partition takes a set for its
+ * life (`take`) and gives it back once every batch has settled (`put`), so partition after
+ * partition fills the same buffers. A set serves any partition whose buffers are no larger and
+ * no more: partitions size their buffers from their collection's average document, so an exact
+ * match would rarely reuse across collections, and every miss costs a fresh set's page faults
+ * and V8's external-memory collections.
+ *
+ * Idle sets are kept only up to the most this thread has had in use at once (what it has
+ * already needed), the smallest dropped first: the larger ones serve more partitions.
+ */
+export class IdleBatchBuffers {
+  readonly #idle: BatchBuffers[] = [];
+  #inUse = 0;
+  #mostInUse = 0;
+
+  /** Idle sets kept. */
+  get size(): number {
+    return this.#idle.length;
+  }
+
+  /** The smallest idle set of at least `capacity` buffers of at least `bufferBytes`, else a new one of exactly that. */
+  take(bufferBytes: number, capacity: number): BatchBuffers {
+    let best = -1;
+    for (let i = 0; i < this.#idle.length; i++) {
+      const set = this.#idle[i]!;
+      if (set.bufferBytes < bufferBytes || set.capacity < capacity) continue;
+      if (best < 0 || set.bufferBytes < this.#idle[best]!.bufferBytes) best = i;
+    }
+    this.#inUse++;
+    this.#mostInUse = Math.max(this.#mostInUse, this.#inUse);
+    return best >= 0 ? this.#idle.splice(best, 1)[0]! : new BatchBuffers(bufferBytes, capacity);
+  }
+
+  /** A partition is done with `buffers` (nothing reads them any more). */
+  put(buffers: BatchBuffers): void {
+    this.#inUse--;
+    this.#idle.push(buffers);
+    this.#idle.sort((a, b) => b.bufferBytes - a.bufferBytes);
+    this.#idle.length = Math.min(this.#idle.length, this.#mostInUse);
+  }
+}

@@ -31,7 +31,7 @@ import type { PartitionKey, PartitionRow } from '../meta/partitions.js';
 import { packValue, unpackDocument, unpackValue } from '../meta/store.js';
 import type { HistogramRecorder } from '../metrics/samples.js';
 import { partitionFindOptions } from '../plan/partitions.js';
-import { BatchBuffers } from './batch-buffers.js';
+import { BatchBuffers, IdleBatchBuffers } from './batch-buffers.js';
 import { Batcher, batchLimits, packDocuments, SECTION_ROOM_BYTES, type BatchLimits, type RawBatch } from './batcher.js';
 import { openReplyReader, wireReadable, type ReadReply } from './reply-reader.js';
 import { RETRY_POLICY, retryDelay, sleep } from '../cluster/retry.js';
@@ -86,11 +86,8 @@ export interface CopyResources {
   stop: StopFlag;
   /** The destination's `hello` limits, when known. */
   serverLimits?: { maxMessageSizeBytes?: number; maxWriteBatchSize?: number; maxBsonObjectSize?: number };
-  /**
-   * This thread's write-batch buffers not in use: each partition being copied takes a set and
-   * gives it back when done, so partition after partition fills the same buffers.
-   */
-  idleBatchBuffers?: BatchBuffers[];
+  /** This thread's write-batch buffers between partitions (created on the first partition). */
+  idleBatchBuffers?: IdleBatchBuffers;
 }
 
 /** Bounds of one read batch, in bytes: big enough to amortize round trips, small next to 16 MiB replies. */
@@ -124,18 +121,6 @@ export function replyBufferBytes(averageDocumentBytes: number, batchBytes: numbe
   return Math.ceil(documents * (average + 8) * 1.125) + 64 * 1024;
 }
 
-/**
- * A set of batch buffers for one partition: `batchesInFlight` being written and one being filled
- * (or, lending replies, one being read), of `bytes` each. Taken from the thread's idle sets
- * (`resources.idleBatchBuffers`) when one fits.
- */
-function takeBatchBuffers(resources: CopyResources, bytes: number, batchesInFlight: number): BatchBuffers {
-  const capacity = batchesInFlight + 1;
-  const idle = (resources.idleBatchBuffers ??= []);
-  const fitting = idle.findIndex((buffers) => buffers.bufferBytes === bytes && buffers.capacity === capacity);
-  return fitting >= 0 ? idle.splice(fitting, 1)[0]! : new BatchBuffers(bytes, capacity);
-}
-
 /** The in-order position of a partition: where to resume and the totals up to there. */
 interface Position {
   lastId?: unknown;
@@ -156,11 +141,9 @@ export async function copyPartition(task: PartitionTask, resources: CopyResource
   const lendReplies = wireRead && (await writer.takesSharedBatches().catch(() => false));
   const readBytes = lendReplies ? Math.floor(limits.maxBytes * LENT_REPLY_SHARE) : task.settings.batchBytes;
   const replyBytes = replyBufferBytes(task.averageDocumentBytes, readBytes);
-  const buffers = takeBatchBuffers(
-    resources,
-    lendReplies ? replyBytes : SECTION_ROOM_BYTES + limits.maxBytes,
-    task.settings.batchesInFlight,
-  );
+  // `batchesInFlight` being written and one being filled (or, lending replies, one being read).
+  const idle = (resources.idleBatchBuffers ??= new IdleBatchBuffers());
+  const buffers = idle.take(lendReplies ? replyBytes : SECTION_ROOM_BYTES + limits.maxBytes, task.settings.batchesInFlight + 1);
   const reading: Reading = {
     lendReplies,
     limits,
@@ -187,7 +170,7 @@ export async function copyPartition(task: PartitionTask, resources: CopyResource
     }
   } finally {
     // Every batch has settled by now (a pass waits for its writes, even when it fails).
-    resources.idleBatchBuffers!.push(buffers);
+    idle.put(buffers);
   }
 }
 

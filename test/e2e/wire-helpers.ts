@@ -40,7 +40,6 @@ export function partitionResources(
     histograms: new HistogramSet(),
     counters: new SharedCounters(),
     stop,
-    idleBatchBuffers: [],
   };
 }
 

@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { BatchBuffers } from '../../src/copy/batch-buffers.js';
+import { BatchBuffers, IdleBatchBuffers } from '../../src/copy/batch-buffers.js';
 import { Batcher, batchLimits, documentStarts, MESSAGE_OVERHEAD_BYTES, SECTION_ROOM_BYTES, type RawBatch } from '../../src/copy/batcher.js';
 
 /** A stand-in document: its size as an int32 prefix (as BSON has), then bytes telling it apart. */
@@ -274,6 +274,51 @@ describe('BatchBuffers', () => {
     buffers.release(large);
     assert.equal(buffers.acquire().length, 16);
     assert.equal(buffers.allocated, 2);
+  });
+});
+
+describe('IdleBatchBuffers', () => {
+  it('gives partitions of different collections the same buffers, one after another', () => {
+    const idle = new IdleBatchBuffers();
+    // Buffers sized from each collection's average document: 2.37 MB, then 2.23 MB, then 2.37 MB again.
+    const first = idle.take(2_370_008, 3);
+    first.acquire();
+    idle.put(first);
+    const second = idle.take(2_228_095, 3);
+    assert.equal(second, first, 'a set large enough was not reused');
+    assert.equal(second.allocated, 1, 'its buffer was allocated again');
+    idle.put(second);
+    assert.equal(idle.take(2_370_008, 3), first);
+  });
+
+  it('never lends one set to two partitions at once, and lends a set too small or too short to none', () => {
+    const idle = new IdleBatchBuffers();
+    const a = idle.take(100, 3);
+    const b = idle.take(100, 3);
+    assert.notEqual(a, b);
+    idle.put(a);
+    assert.notEqual(idle.take(101, 3), a, 'its buffers are too small');
+    assert.notEqual(idle.take(100, 4), a, 'it lends too few buffers');
+    assert.equal(idle.take(50, 2), a);
+  });
+
+  it('keeps no more idle sets than it had in use at once, the largest first', () => {
+    const idle = new IdleBatchBuffers();
+    for (let i = 1; i <= 50; i++) idle.put(idle.take(i * 1000, 3)); // one partition at a time, each needing more
+    assert.equal(idle.size, 1);
+    const largest = idle.take(1, 1);
+    assert.equal(largest.bufferBytes, 50_000);
+    idle.put(largest);
+    // Three partitions at once: the first takes the idle set, the others new ones.
+    const sets = [idle.take(10, 3), idle.take(20, 3), idle.take(30, 3)];
+    for (const set of sets) idle.put(set);
+    assert.equal(idle.size, 3);
+    idle.put(idle.take(1_000_000, 3));
+    assert.equal(idle.size, 3);
+    assert.deepEqual(
+      [idle.take(1, 1), idle.take(1, 1), idle.take(1, 1)].map((set) => set.bufferBytes).sort((x, y) => x - y),
+      [30, 50_000, 1_000_000],
+    );
   });
 });
 

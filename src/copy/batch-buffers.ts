@@ -94,10 +94,16 @@ export class IdleBatchBuffers {
   readonly #idle: BatchBuffers[] = [];
   #inUse = 0;
   #mostInUse = 0;
+  #created = 0;
 
   /** Idle sets kept. */
   get size(): number {
     return this.#idle.length;
+  }
+
+  /** Sets created so far (each allocates its buffers as they are first lent). */
+  get created(): number {
+    return this.#created;
   }
 
   /** The smallest idle set of at least `capacity` buffers of at least `bufferBytes`, else a new one of exactly that. */
@@ -110,7 +116,9 @@ export class IdleBatchBuffers {
     }
     this.#inUse++;
     this.#mostInUse = Math.max(this.#mostInUse, this.#inUse);
-    return best >= 0 ? this.#idle.splice(best, 1)[0]! : new BatchBuffers(bufferBytes, capacity);
+    if (best >= 0) return this.#idle.splice(best, 1)[0]!;
+    this.#created++;
+    return new BatchBuffers(bufferBytes, capacity);
   }
 
   /** A partition is done with `buffers` (nothing reads them any more). */

@@ -144,12 +144,9 @@ export async function copyPartition(task: PartitionTask, resources: CopyResource
   // `batchesInFlight` being written and one being filled (or, lending replies, one being read).
   const idle = (resources.idleBatchBuffers ??= new IdleBatchBuffers());
   const buffers = idle.take(lendReplies ? replyBytes : SECTION_ROOM_BYTES + limits.maxBytes, task.settings.batchesInFlight + 1);
-  const reading: Reading = {
-    lendReplies,
-    limits,
-    readBytes,
-    buffers: lendReplies ? buffers : wireRead ? new BatchBuffers(replyBytes, 1) : undefined,
-  };
+  // Replies not lent to the writes are received into a buffer of their own, from the same shelf.
+  const replyBuffers = wireRead && !lendReplies ? idle.take(replyBytes, 1) : undefined;
+  const reading: Reading = { lendReplies, limits, readBytes, buffers: lendReplies ? buffers : replyBuffers };
   try {
     // Transient failures in a row without progress; a pass that moved the position starts over
     // from 0, so a long partition survives a few failovers hours apart.
@@ -171,6 +168,7 @@ export async function copyPartition(task: PartitionTask, resources: CopyResource
   } finally {
     // Every batch has settled by now (a pass waits for its writes, even when it fails).
     idle.put(buffers);
+    if (replyBuffers !== undefined) idle.put(replyBuffers);
   }
 }
 

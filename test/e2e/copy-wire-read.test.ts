@@ -128,7 +128,7 @@ describe('the wire read path [test cluster]', () => {
       name: `n${i}`,
       pad: new Binary(Buffer.alloc(i % 97 === 0 ? 20_000 : 100 + ((i * 37) % 600), i % 251)),
     }));
-    for (const coll of ['both', 'driverWrite', 'cutReply', 'killed', 'stopped', 'steppedDown'])
+    for (const coll of ['both', 'driverWrite', 'cutReply', 'killed', 'stopped', 'steppedDown', 'reuseLarger', 'reuseSmaller'])
       await source
         .db(DB)
         .collection(coll)
@@ -153,6 +153,17 @@ describe('the wire read path [test cluster]', () => {
     assert.equal(outcome.writePath, 'raw');
     assert.equal(outcome.copiedDocs, COUNT);
     await assertCopiedEqual(source, destination, DB, 'driverWrite', COUNT);
+  });
+
+  it('copies partitions of collections with different average documents, one after another, in the same buffers', async () => {
+    const resources = partitionResources(source, destination);
+    // Buffers are sized from the collection's average document: these two ask for slightly different sizes.
+    await copyPartition({ ...task('reuseLarger'), averageDocumentBytes: 20_000 }, resources);
+    await copyPartition({ ...task('reuseSmaller'), averageDocumentBytes: 5_000 }, resources);
+    assert.equal(resources.idleBatchBuffers!.created, 1, 'the second partition allocated buffers of its own');
+    assert.equal(resources.idleBatchBuffers!.size, 1);
+    await assertCopiedEqual(source, destination, DB, 'reuseLarger', COUNT);
+    await assertCopiedEqual(source, destination, DB, 'reuseSmaller', COUNT);
   });
 
   it('converges with nothing lost or duplicated when the source drops the connection in the middle of a reply', async () => {

@@ -289,6 +289,7 @@ describe('IdleBatchBuffers', () => {
     assert.equal(second.allocated, 1, 'its buffer was allocated again');
     idle.put(second);
     assert.equal(idle.take(2_370_008, 3), first);
+    assert.equal(idle.created, 1);
   });
 
   it('never lends one set to two partitions at once, and lends a set too small or too short to none', () => {

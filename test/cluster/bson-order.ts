@@ -162,6 +162,14 @@ function compareStrings(a: string, b: string): number {
   return a.length < b.length ? -1 : a.length > b.length ? 1 : 0;
 }
 
+/** Signed Longs by value: the high words as signed numbers, then the low words as unsigned ones. */
+function compareSignedLongs(a: Long, b: Long): number {
+  if (a.high !== b.high) return a.high < b.high ? -1 : 1;
+  const x = a.low >>> 0;
+  const y = b.low >>> 0;
+  return x < y ? -1 : x > y ? 1 : 0;
+}
+
 /** ObjectIds by their 12 bytes; bson keeps them as four 24-bit big-endian words (i0–i3). */
 function compareObjectIds(a: ObjectId, b: ObjectId): number {
   const x = a as unknown as { i0?: number; i1: number; i2: number; i3: number };
@@ -224,7 +232,7 @@ export function compareValues(a: unknown, b: unknown): number {
   if (typeof a === 'number' && typeof b === 'number' && !Number.isNaN(a) && !Number.isNaN(b)) return a < b ? -1 : a > b ? 1 : 0;
   if (typeof a === 'string' && typeof b === 'string') return compareStrings(a, b);
   if (typeof a === 'object' && a !== null && typeof b === 'object' && b !== null) {
-    // Typed `_id`s of one type (ObjectIds, Int32s): no type ranking per B+tree comparison.
+    // Typed `_id`s of one type (ObjectIds, Int32s, signed Longs): no type ranking per B+tree comparison.
     const type = bsontype(a);
     if (type !== undefined && type === bsontype(b)) {
       if (type === 'ObjectId') return compareObjectIds(a as ObjectId, b as ObjectId);
@@ -233,6 +241,7 @@ export function compareValues(a: unknown, b: unknown): number {
         const y = (b as { value: number }).value;
         return x < y ? -1 : x > y ? 1 : 0;
       }
+      if (type === 'Long' && !(a as Long).unsigned && !(b as Long).unsigned) return compareSignedLongs(a as Long, b as Long);
     }
   }
   const ra = typeRank(a);

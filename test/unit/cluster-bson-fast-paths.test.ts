@@ -33,6 +33,27 @@ describe('test cluster: number order', () => {
     );
   });
 
+  it('orders Longs whose high words are equal by their low words as unsigned numbers (as `_id`s in a B+tree)', () => {
+    const around = [
+      0n,
+      2n ** 31n - 1n,
+      2n ** 31n,
+      2n ** 32n - 1n,
+      2n ** 32n,
+      2n ** 32n + 2n ** 31n,
+      -1n,
+      -(2n ** 31n),
+      -(2n ** 31n) - 1n,
+      -(2n ** 32n),
+    ];
+    fc.assert(
+      fc.property(fc.constantFrom(...around), fc.constantFrom(...around), fc.bigInt({ min: -3n, max: 3n }), (x, y, shift) => {
+        const [a, b] = [Long.fromBigInt(x + shift), Long.fromBigInt(y)];
+        assert.equal(sign(compareValues(a, b)), sign(Number(x + shift - y)));
+      }),
+    );
+  });
+
   it('tells apart Longs beyond 2^53 that the same double would round together', () => {
     const big = Long.fromBigInt(2n ** 53n + 1n);
     assert.equal(compareValues(big, new Double(2 ** 53)), 1);

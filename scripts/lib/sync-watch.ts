@@ -23,8 +23,8 @@ export interface WatchOptions {
   what: string;
   /** Give up after this long. Required. */
   timeoutMs: number;
-  /** Time between two progress calls. Default 250 ms. */
-  intervalMs?: number;
+  /** Time between two progress calls, or a function of the last record read that says it. Default 250 ms. */
+  intervalMs?: number | ((last: Progress) => number);
   /** Told of every progress record read. Default nothing. */
   onProgress?: (progress: Progress) => void;
   /** A PAUSED sync is a failure (Ferry pauses itself on errors it cannot get past). Default true. */
@@ -104,6 +104,6 @@ export async function watchProgress(ferry: FerryProcess, done: (progress: Progre
         `timed out after ${Math.round(options.timeoutMs / 1000)} s waiting for ${options.what}; last progress: ${describeProgress(last!)}`,
       );
     }
-    await new Promise((resolve) => setTimeout(resolve, interval));
+    await new Promise((resolve) => setTimeout(resolve, typeof interval === 'number' ? interval : interval(last!)));
   }
 }

@@ -3,6 +3,8 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { MONGO_TOOLS, mongoToolsSkip, notPositive, readResult, resultsDir, runScript } from './run-script.js';
+import { readPacing } from '../../bench/lib/copy-runs.js';
+import type { Progress } from '../e2e/ferry-process.js';
 
 describe('bench:copy', () => {
   it('copies the same data with Ferry and the baseline and writes copy.json with every figure', async () => {
@@ -106,5 +108,27 @@ describe('bench:copy', () => {
     assert.notEqual(run.code, 0);
     assert.match(run.stderr, /--sizeMB.*must be a positive number/);
     assert.throws(() => readResult(out, 'copy'), /ENOENT/);
+  });
+
+  it("reads Ferry's progress once a second while the copy is far from its end, and every 100 ms near it and after", () => {
+    let now = 0;
+    const next = readPacing(() => now);
+    const copying = (copied: number) =>
+      ({
+        state: 'RUNNING',
+        info: 'collection copy',
+        collectionCopy: { estimatedCopiedBytes: copied, estimatedTotalBytes: 1000 },
+      }) as Progress;
+    assert.equal(next({ state: 'RUNNING', info: 'collection copy', collectionCopy: null } as Progress), 100, 'planning');
+    assert.equal(next(copying(10)), 100, 'the first bytes: no rate yet');
+    now = 100;
+    assert.equal(next(copying(20)), 1000, '980 bytes left at 0.1 a millisecond: ~10 s');
+    now = 9_000;
+    assert.equal(next(copying(900)), 100, '100 bytes left at the same rate: ~1 s');
+    assert.equal(next(copying(1000)), 100, 'index builds');
+    assert.equal(
+      next({ state: 'RUNNING', info: 'change event application', collectionCopy: copying(1000).collectionCopy } as Progress),
+      100,
+    );
   });
 });

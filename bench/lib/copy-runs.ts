@@ -457,7 +457,7 @@ const FAST_READ_MS = 100;
  * When to read Ferry's progress next, for one copy: every 100 ms within about two seconds of the
  * copy's end (by the rate seen so far) and after it, so that each stage's end is timed to 0.1 s;
  * every second before. A read costs Ferry's main thread ~0.2 ms on an idle machine and ~0.8 ms on
- * this one under a copy (its reply's write and both sides' loopback TCP): read ten times a second
+ * this one under a copy (the reply's socket write the largest part): read ten times a second
  * throughout, they were ~8 ms of every second of Ferry's CPU, ~0.25 s/GB of an 800 MB copy's
  * figure, a cost of the measurement that an operator reading progress every few seconds does not
  * see and that the other copiers, never asked, did not pay.

@@ -431,3 +431,12 @@ export function wirePoolOf(client: MongoClient): WirePool {
   }
   return pool;
 }
+
+/** Whether the `wire` read path can serve `source` (false also on a failure to tell: the driver reads then). */
+export async function wireReadable(source: MongoClient): Promise<boolean> {
+  try {
+    return (await wirePoolOf(source).unsupported()) === undefined;
+  } catch {
+    return false;
+  }
+}

@@ -14,7 +14,7 @@
  * read is MalformedCursorReply. A reply saying the server is no longer primary, or a broken
  * connection, makes the pool ask the driver for the primary again.
  */
-import { deserialize, Long, type Document } from 'bson';
+import { deserialize, Long, type Document, type Timestamp } from 'bson';
 import { MongoServerError } from 'mongodb';
 import { findElement, decodeValue, BsonType } from '../bson/index.js';
 import { readInt32LE } from '../bson/scan.js';
@@ -37,6 +37,8 @@ export interface WireCursorReply extends ReplyDocuments {
   buffer: Buffer;
   id: Long;
   collection?: string;
+  /** The reply's `operationTime`, when it has one (a replica set's member reports it). */
+  operationTime?: Timestamp;
 }
 
 /**
@@ -69,6 +71,8 @@ export function parseCursorReply(message: Buffer): WireCursorReply {
     id: state.id,
   };
   if (state.collection !== undefined) reply.collection = state.collection;
+  const time = findElement(body, 'operationTime');
+  if (time?.type === BsonType.timestamp) reply.operationTime = decodeValue(body, time) as Timestamp;
   return reply;
 }
 
@@ -134,4 +138,28 @@ export class WireCursor {
       // The cursor times out on the server.
     }
   }
+}
+
+/** Bounds of one read batch, in bytes: big enough to amortize round trips, small next to 16 MiB replies. */
+const MIN_READ_BATCH_BYTES = 1024 * 1024;
+const MAX_READ_BATCH_BYTES = 16 * 1024 * 1024;
+const MAX_READ_BATCH_DOCUMENTS = 100_000;
+
+/** Documents per `find`/`getMore` reply of a range read (the copy's partitions) whose documents average `averageDocumentBytes`. */
+export function readBatchSize(averageDocumentBytes: number, batchBytes: number): number {
+  const bytes = Math.min(MAX_READ_BATCH_BYTES, Math.max(MIN_READ_BATCH_BYTES, batchBytes));
+  const average = averageDocumentBytes > 0 ? averageDocumentBytes : 1024;
+  return Math.max(1, Math.min(MAX_READ_BATCH_DOCUMENTS, Math.ceil(bytes / average)));
+}
+
+/**
+ * Bytes of a buffer that receives a whole read reply of `readBatchSize` documents: their bytes,
+ * the array's element headers between them (type, index, NUL: at most 8 bytes a document) and the
+ * reply's own fields. A reply larger than this (documents larger than the collection's average)
+ * is received in a buffer of its own.
+ */
+export function replyBufferBytes(averageDocumentBytes: number, batchBytes: number): number {
+  const documents = readBatchSize(averageDocumentBytes, batchBytes);
+  const average = averageDocumentBytes > 0 ? averageDocumentBytes : 1024;
+  return Math.ceil(documents * (average + 8) * 1.125) + 64 * 1024;
 }

@@ -12,7 +12,7 @@
 import { MAX_BSON_OBJECT_BYTES, MAX_MESSAGE_BYTES, MAX_WRITE_BATCH_SIZE } from '../domain/constants.js';
 import { readInt32LE } from '../bson/scan.js';
 import { checkDocument } from '../cluster/op-msg.js';
-import { BatchBuffers } from './batch-buffers.js';
+import { BatchBuffers } from '../cluster/batch-buffers.js';
 
 /** Limits of one write batch. */
 export interface BatchLimits {

@@ -15,7 +15,7 @@
  * in-order watermark over the overlapping writes), at most once per `checkpointIntervalMs`, and
  * once more at the end. Memory held: `batchesInFlight` batches being written and the batch being
  * filled, in `batchesInFlight + 1` buffers of `batchBytes` reused from batch to batch and from
- * partition to partition (batch-buffers.ts; a document larger than `batchBytes` gets one of its
+ * partition to partition (src/cluster/batch-buffers.ts; a document larger than `batchBytes` gets one of its
  * own), and the current reply (about `batchBytes`, at most 16 MiB), garbage once its documents are
  * copied into batches. Reading on Ferry's own connections (`readPath: 'wire'`, reply-reader.ts)
  * with the `wire` write path, the same `batchesInFlight + 1` buffers, sized for a reply, receive
@@ -31,9 +31,11 @@ import type { PartitionKey, PartitionRow } from '../meta/partitions.js';
 import { packValue, unpackDocument, unpackValue } from '../meta/store.js';
 import type { HistogramRecorder } from '../metrics/samples.js';
 import { partitionFindOptions } from '../plan/partitions.js';
-import { BatchBuffers, IdleBatchBuffers } from './batch-buffers.js';
+import { BatchBuffers, IdleBatchBuffers } from '../cluster/batch-buffers.js';
 import { Batcher, batchLimits, packDocuments, SECTION_ROOM_BYTES, type BatchLimits, type RawBatch } from './batcher.js';
-import { openReplyReader, wireReadable, type ReadReply } from './reply-reader.js';
+import { openReplyReader, type ReadReply } from './reply-reader.js';
+import { wireReadable } from '../cluster/wire-connection.js';
+import { readBatchSize, replyBufferBytes } from '../cluster/wire-reads.js';
 import { RETRY_POLICY, retryDelay, sleep } from '../cluster/retry.js';
 import type { SharedCounters, StopFlag } from './shared-state.js';
 import { Watermark, type BatchMark } from './watermark.js';
@@ -90,36 +92,12 @@ export interface CopyResources {
   idleBatchBuffers?: IdleBatchBuffers;
 }
 
-/** Bounds of one read batch, in bytes: big enough to amortize round trips, small next to 16 MiB replies. */
-const MIN_READ_BATCH_BYTES = 1024 * 1024;
-const MAX_READ_BATCH_BYTES = 16 * 1024 * 1024;
-const MAX_READ_BATCH_DOCUMENTS = 100_000;
-
 /**
  * Share of a batch a lent reply is asked to fill: a reply is written in slices of at most a
  * batch, so a reply just over a batch would leave a small slice, one more insert to wait for; a
  * reply of this share of a batch is rarely over it (the documents of a reply vary little in sum).
  */
 const LENT_REPLY_SHARE = 0.9;
-
-/** Documents per `find`/`getMore` reply for a partition. */
-export function readBatchSize(averageDocumentBytes: number, batchBytes: number): number {
-  const bytes = Math.min(MAX_READ_BATCH_BYTES, Math.max(MIN_READ_BATCH_BYTES, batchBytes));
-  const average = averageDocumentBytes > 0 ? averageDocumentBytes : 1024;
-  return Math.max(1, Math.min(MAX_READ_BATCH_DOCUMENTS, Math.ceil(bytes / average)));
-}
-
-/**
- * Bytes of a buffer that receives a whole read reply of `readBatchSize` documents: their bytes,
- * the array's element headers between them (type, index, NUL: at most 8 bytes a document) and the
- * reply's own fields. A reply larger than this (documents larger than the collection's average)
- * is received in a buffer of its own.
- */
-export function replyBufferBytes(averageDocumentBytes: number, batchBytes: number): number {
-  const documents = readBatchSize(averageDocumentBytes, batchBytes);
-  const average = averageDocumentBytes > 0 ? averageDocumentBytes : 1024;
-  return Math.ceil(documents * (average + 8) * 1.125) + 64 * 1024;
-}
 
 /** The in-order position of a partition: where to resume and the totals up to there. */
 interface Position {

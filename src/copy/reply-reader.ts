@@ -16,7 +16,7 @@ import { wirePoolOf } from '../cluster/wire-connection.js';
 import { WireCursor } from '../cluster/wire-reads.js';
 import type { ReadPath } from '../config/settings.js';
 import type { Namespace } from '../domain/namespaces.js';
-import type { BatchBuffers } from './batch-buffers.js';
+import type { BatchBuffers } from '../cluster/batch-buffers.js';
 
 /** One reply: its documents, and the buffer they were received in (lent, for the `wire` path). */
 export interface ReadReply extends ReplyDocuments {
@@ -35,15 +35,6 @@ export interface ReplyReader {
   done(reply: ReadReply): void;
   /** Kills the server cursor if still open. */
   close(): Promise<void>;
-}
-
-/** Whether the `wire` read path can serve `source` (false also on a failure to tell: the driver reads then). */
-export async function wireReadable(source: MongoClient): Promise<boolean> {
-  try {
-    return (await wirePoolOf(source).unsupported()) === undefined;
-  } catch {
-    return false;
-  }
 }
 
 /** A reader of `ns` within `options`: the driver's raw cursor, or (`buffers`) a wire cursor receiving into them. */

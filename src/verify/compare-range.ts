@@ -14,7 +14,9 @@
  *
  * A task reads at most `maxBytes` from each cluster and returns at most `maxDifferences`
  * differences, then says `more`, with the last `_id` it compared: the next task continues after
- * it (the caller records that position, so a restart resumes there). Memory: one reply per side.
+ * it (the caller records that position, so a restart resumes there). Memory: two replies per side
+ * and one on its way; read on Ferry's own connections (`readPath: 'wire'`), in three buffers per
+ * side kept by the thread from task to task.
  *
  * The reads are not one snapshot: the destination lags the source by change-event application,
  * so a document changed meanwhile differs here. Differences are therefore only candidates: the
@@ -23,7 +25,11 @@
  */
 import type { MongoClient } from 'mongodb';
 import { compareBsonValues, findId, readId } from '../bson/index.js';
-import { batchDocumentStarts, documentSize, RawCursor, type RawReply } from '../cluster/raw-cursor.js';
+import { batchDocumentStarts, documentSize, RawCursor, type RawFindOptions } from '../cluster/raw-cursor.js';
+import { wirePoolOf, wireReadable } from '../cluster/wire-connection.js';
+import { WireCursor } from '../cluster/wire-reads.js';
+import type { ReadPath } from '../config/settings.js';
+import { IdleBatchBuffers, type BatchBuffers } from '../cluster/batch-buffers.js';
 import type { Namespace } from '../domain/namespaces.js';
 import { packValue, unpackValue } from '../meta/store.js';
 import { partitionFindOptions } from '../plan/partitions.js';
@@ -42,6 +48,14 @@ export interface RangeTask extends Namespace {
   maxDifferences: number;
   /** Documents per reply. */
   batchSize: number;
+  /**
+   * `wire`: each cluster is read on Ferry's own connections where they serve it, each reply
+   * received into a buffer reused from reply to reply (as the copy reads, src/copy/reply-reader.ts);
+   * else, and by default, through the driver.
+   */
+  readPath?: ReadPath;
+  /** Bytes of a buffer a reply is received into on the `wire` path (a larger reply gets one of its own). Default 1 MiB. */
+  replyBytes?: number;
 }
 
 export type DocumentDifferenceKind = 'missing' | 'extra' | 'different';
@@ -74,15 +88,83 @@ export interface RangeOutcome {
   differences: RangeDifference[];
   /** The latest source time a source reply reported, as `{t, i}` (plain data across threads). */
   sourceTime?: { t: number; i: number };
+  /** How each cluster was read. */
+  readPaths: { source: ReadPath; destination: ReadPath };
+}
+
+/** One reply of a range: its documents, the source time it reports, and the lent buffer holding it (wire reads). */
+interface RangeReply {
+  buffer: Uint8Array;
+  starts: number[];
+  operationTime?: { t: number; i: number };
+  owner?: Buffer;
+}
+
+/** A cluster's replies for a range: the driver's raw cursor, or (`buffers`) a wire cursor receiving into them. */
+interface RangeReplies {
+  readonly exhausted: boolean;
+  next(): Promise<RangeReply | undefined>;
+  close(): Promise<void>;
+}
+
+/** A Timestamp as plain data (it crosses threads), when `value` is one. */
+function timeOf(value: unknown): { t: number; i: number } | undefined {
+  const time = value as { high?: number; low?: number; _bsontype?: string } | undefined;
+  return time?._bsontype === 'Timestamp' ? { t: time.high!, i: time.low! } : undefined;
+}
+
+function openReplies(client: MongoClient, task: RangeTask, options: RawFindOptions, buffers: BatchBuffers | undefined): RangeReplies {
+  if (buffers === undefined) {
+    const cursor = RawCursor.find(client, task, options);
+    return {
+      get exhausted() {
+        return cursor.exhausted;
+      },
+      async next() {
+        const reply = await cursor.nextReply();
+        if (reply === undefined) return undefined;
+        const starts = batchDocumentStarts(reply.cursor, reply.batch.valueOffset, reply.batch.valueEnd);
+        return { buffer: reply.cursor, starts, operationTime: timeOf(reply.reply.operationTime) };
+      },
+      close: () => cursor.close(),
+    };
+  }
+  const cursor = WireCursor.find(wirePoolOf(client), task, options);
+  return {
+    get exhausted() {
+      return cursor.exhausted;
+    },
+    async next() {
+      if (cursor.exhausted) return undefined;
+      const into = buffers.acquire();
+      try {
+        const reply = await cursor.next(into);
+        // A reply larger than the buffer lent came in one of its own: the lent one is free again.
+        const lent = reply !== undefined && reply.message.buffer === into.buffer;
+        if (!lent) buffers.release(into);
+        if (reply === undefined) return undefined;
+        return { buffer: reply.buffer, starts: reply.starts, operationTime: timeOf(reply.operationTime), ...(lent ? { owner: into } : {}) };
+      } catch (error) {
+        buffers.release(into);
+        throw error;
+      }
+    },
+    close: () => cursor.close(),
+  };
 }
 
 /**
  * One cluster's documents of the range. The next reply is asked for as soon as one arrives, so
- * the cluster works on it while this thread compares (two replies per side at most).
+ * the cluster works on it while this thread compares (two replies per side at most, and one on
+ * its way). On the wire path the buffer of the reply before the current one stays lent too: the
+ * last document compared (`compareRange`'s `last`) may lie in it until the next is taken.
  */
 class RangeReader {
-  readonly #cursor: RawCursor;
-  #next: Promise<RawReply | undefined> | undefined;
+  readonly #replies: RangeReplies;
+  readonly #buffers: BatchBuffers | undefined;
+  #next: Promise<RangeReply | undefined> | undefined;
+  /** The lent buffers of the previous and current replies (wire reads). */
+  #held: Buffer[] = [];
   #buffer: Uint8Array = new Uint8Array(0);
   #starts: number[] = [];
   #index = 0;
@@ -90,10 +172,14 @@ class RangeReader {
   /** Newest `operationTime` of a reply. */
   latestTime: { t: number; i: number } | undefined;
   readonly count: SideCount = { documents: 0, bytes: 0 };
+  readonly path: ReadPath;
 
-  constructor(client: MongoClient, task: RangeTask) {
+  /** `buffers` (at least three) make it read on the wire path. */
+  constructor(client: MongoClient, task: RangeTask, buffers?: BatchBuffers) {
     const bounds = partitionFindOptions({ min: unpackValue(task.after ?? task.min), max: unpackValue(task.max) });
-    this.#cursor = RawCursor.find(client, task, { ...bounds, sort: { _id: 1 }, batchSize: task.batchSize });
+    this.#buffers = buffers;
+    this.path = buffers === undefined ? 'driver' : 'wire';
+    this.#replies = openReplies(client, task, { ...bounds, sort: { _id: 1 }, batchSize: task.batchSize }, buffers);
   }
 
   /** The current document without waiting: undefined at the end of the range, null when the next reply must be awaited (`fill`). */
@@ -105,17 +191,19 @@ class RangeReader {
   /** Waits for the next reply (after `peek` said null). */
   async fill(): Promise<void> {
     while (this.#index >= this.#starts.length && !this.#done) {
-      const reply = await (this.#next ?? this.#cursor.nextReply());
+      const reply = await (this.#next ?? this.#replies.next());
       this.#next = undefined;
       if (reply === undefined) {
         this.#done = true;
         return;
       }
-      if (!this.#cursor.exhausted) this.#next = this.#cursor.nextReply();
-      const time = reply.reply.operationTime as { high?: number; low?: number; _bsontype?: string } | undefined;
-      if (time?._bsontype === 'Timestamp') this.latestTime = { t: time.high!, i: time.low! };
-      this.#buffer = reply.cursor;
-      this.#starts = batchDocumentStarts(reply.cursor, reply.batch.valueOffset, reply.batch.valueEnd);
+      if (reply.owner !== undefined) this.#held.push(reply.owner);
+      // Two replies back: nothing points into it any more, so the next read may use its buffer.
+      if (this.#held.length > 2) this.#buffers!.release(this.#held.shift()!);
+      if (!this.#replies.exhausted) this.#next = this.#replies.next();
+      if (reply.operationTime !== undefined) this.latestTime = reply.operationTime;
+      this.#buffer = reply.buffer;
+      this.#starts = reply.starts;
       this.#index = 0;
     }
   }
@@ -139,9 +227,12 @@ class RangeReader {
     this.#index++;
   }
 
+  /** Kills the cursor; every lent buffer is free once this resolves (no read is left on its way). */
   async close(): Promise<void> {
-    await this.#next?.catch(() => undefined);
-    await this.#cursor.close();
+    const pending = await this.#next?.catch(() => undefined);
+    if (pending?.owner !== undefined) this.#held.push(pending.owner);
+    await this.#replies.close();
+    for (const owner of this.#held.splice(0)) this.#buffers!.release(owner);
   }
 }
 
@@ -170,12 +261,33 @@ function idOf(doc: DocumentAt): unknown {
 
 /** Compares the range on the two clusters (see the module comment). */
 export async function compareRange(source: MongoClient, destination: MongoClient, task: RangeTask): Promise<RangeOutcome> {
-  const fromSource = new RangeReader(source, task);
-  const fromDestination = new RangeReader(destination, task);
+  const [sourceBuffers, destinationBuffers] = await Promise.all([replyBuffersFor(source, task), replyBuffersFor(destination, task)]);
+  try {
+    return await compareSides(new RangeReader(source, task, sourceBuffers), new RangeReader(destination, task, destinationBuffers), task);
+  } finally {
+    // Both readers are closed by now: nothing is received into these buffers any more.
+    for (const buffers of [sourceBuffers, destinationBuffers]) if (buffers !== undefined) idleReplyBuffers.put(buffers);
+  }
+}
+
+/** This thread's reply buffers between range tasks (one set per side of each task running). */
+const idleReplyBuffers = new IdleBatchBuffers();
+
+const DEFAULT_REPLY_BYTES = 1024 * 1024;
+
+/** Buffers to read `client`'s side of `task` into on the wire path, or undefined: the driver reads. */
+async function replyBuffersFor(client: MongoClient, task: RangeTask): Promise<BatchBuffers | undefined> {
+  if (task.readPath !== 'wire' || !(await wireReadable(client))) return undefined;
+  // The previous reply, the current one, and the next on its way.
+  return idleReplyBuffers.take(task.replyBytes ?? DEFAULT_REPLY_BYTES, 3);
+}
+
+async function compareSides(fromSource: RangeReader, fromDestination: RangeReader, task: RangeTask): Promise<RangeOutcome> {
   const differences: RangeDifference[] = [];
   // The last document compared (its reply stays referenced until the next one): its `_id` is
   // decoded once, when the task returns.
   let last: DocumentAt | undefined;
+  let lastId: string | undefined;
   let status: RangeOutcome['status'] = 'done';
   const take = (side: RangeReader, doc: DocumentAt, size: number): void => {
     side.advance(size);
@@ -228,11 +340,19 @@ export async function compareRange(source: MongoClient, destination: MongoClient
         take(fromDestination, b, sizeB);
       }
     }
+    // Read before the readers close: on the wire path their buffers are lent again after that.
+    lastId = last === undefined ? undefined : packValue(idOf(last));
   } finally {
     await Promise.all([fromSource.close(), fromDestination.close()]);
   }
-  const outcome: RangeOutcome = { status, source: fromSource.count, destination: fromDestination.count, differences };
-  if (last !== undefined) outcome.lastId = packValue(idOf(last));
+  const outcome: RangeOutcome = {
+    status,
+    source: fromSource.count,
+    destination: fromDestination.count,
+    differences,
+    readPaths: { source: fromSource.path, destination: fromDestination.path },
+  };
+  if (lastId !== undefined) outcome.lastId = lastId;
   if (fromSource.latestTime !== undefined) outcome.sourceTime = fromSource.latestTime;
   return outcome;
 }

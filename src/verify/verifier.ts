@@ -49,6 +49,7 @@ import type { PhaseOutcome, PhaseStatus, SyncContext, VerificationPhase } from '
 import { PLANNING_CHUNK, PLANNING_PARALLELISM } from '../config/settings.js';
 import type { PlannedPartition } from '../meta/partitions.js';
 import { planCollectionCopy } from '../plan/copy-plan.js';
+import { replyBufferBytes } from '../cluster/wire-reads.js';
 import { forEachBounded } from '../plan/for-each-bounded.js';
 import { readCollectionStats } from '../plan/partitions.js';
 import { selectorFor, type NamespaceSelector } from '../plan/namespaces.js';
@@ -677,6 +678,8 @@ export class Verifier implements VerificationPhase {
         maxBytes: verification.taskBytes,
         maxDifferences: verification.maxDifferencesPerTask,
         batchSize: Math.max(1, Math.min(100_000, Math.ceil(verification.readBatchBytes / averageBytes))),
+        ...(settings.copy.readPath === undefined ? {} : { readPath: settings.copy.readPath }),
+        replyBytes: replyBufferBytes(averageBytes, verification.readBatchBytes),
       });
       // Differences are queued durably before the position that skips them is recorded.
       if (outcome.differences.length > 0) {

@@ -6,7 +6,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, type Socket } from 'node:net';
-import { Binary, Long, serialize, type Document } from 'bson';
+import { Binary, Long, serialize, Timestamp, type Document } from 'bson';
 import { MongoServerError } from 'mongodb';
 import { WireConnection } from '../../src/cluster/wire-connection.js';
 import { parseCursorReply } from '../../src/cluster/wire-reads.js';
@@ -62,6 +62,15 @@ describe('cursor replies read in place', () => {
       documentsOf(reply),
       docs.map((doc) => Buffer.from(serialize(doc))),
     );
+  });
+
+  it("reads the reply's operationTime when it has one (the verifier's source time)", () => {
+    const time = new Timestamp({ t: 1_700_000_000, i: 7 });
+    const withTime = parseCursorReply(
+      replyOf({ cursor: { firstBatch: [documentOf(40, 1)], id: Long.fromNumber(0), ns: 'app.c' }, ok: 1, operationTime: time }),
+    );
+    assert.ok(withTime.operationTime?.equals(time));
+    assert.equal(parseCursorReply(cursorReply([], 0)).operationTime, undefined);
   });
 
   it('reads a document at the 16 MiB limit', () => {

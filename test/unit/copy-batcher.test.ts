@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { BatchBuffers, IdleBatchBuffers } from '../../src/copy/batch-buffers.js';
+import { BatchBuffers, IdleBatchBuffers } from '../../src/cluster/batch-buffers.js';
 import { Batcher, batchLimits, documentStarts, MESSAGE_OVERHEAD_BYTES, SECTION_ROOM_BYTES, type RawBatch } from '../../src/copy/batcher.js';
 
 /** A stand-in document: its size as an int32 prefix (as BSON has), then bytes telling it apart. */

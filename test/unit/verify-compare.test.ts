@@ -37,6 +37,18 @@ function mixedId(i: number): unknown {
   }
 }
 
+/** How a comparison reads: through the driver, or on Ferry's own connections into lent buffers (or replies too large for them). */
+interface Reading {
+  name: string;
+  task: Pick<RangeTask, 'readPath' | 'replyBytes'>;
+  path: 'driver' | 'wire';
+}
+const READINGS: Reading[] = [
+  { name: 'the driver', task: {}, path: 'driver' },
+  { name: "Ferry's own connections", task: { readPath: 'wire' }, path: 'wire' },
+  { name: "Ferry's own connections, each reply larger than the buffers", task: { readPath: 'wire', replyBytes: 1024 }, path: 'wire' },
+];
+
 /** Every difference of a whole range, task after task (`maxBytes`, `maxDifferences` small to force several). */
 async function compareAll(
   source: MongoClient,
@@ -44,8 +56,17 @@ async function compareAll(
   coll: string,
   limits: { maxBytes: number; maxDifferences: number },
   bounds: { min: unknown; max: unknown } = { min: new MinKey(), max: new MaxKey() },
+  reading: Reading = READINGS[0]!,
 ) {
-  const task: RangeTask = { db: DB, coll, min: packValue(bounds.min), max: packValue(bounds.max), batchSize: 50, ...limits };
+  const task: RangeTask = {
+    db: DB,
+    coll,
+    min: packValue(bounds.min),
+    max: packValue(bounds.max),
+    batchSize: 50,
+    ...limits,
+    ...reading.task,
+  };
   const differences: RangeDifference[] = [];
   const counts = { source: 0, destination: 0, tasks: 0 };
   let after: string | undefined;
@@ -56,6 +77,7 @@ async function compareAll(
     counts.destination += outcome.destination.documents;
     differences.push(...outcome.differences);
     assert.ok(outcome.sourceTime !== undefined, 'the source read time is reported');
+    assert.deepEqual(outcome.readPaths, { source: reading.path, destination: reading.path });
     if (outcome.status === 'done') break;
     assert.ok(outcome.lastId !== undefined);
     after = outcome.lastId;
@@ -94,45 +116,55 @@ describe('verifier comparisons against clusters', () => {
     await pair.stop();
   });
 
-  it('finds nothing in equal collections, every document counted once across tasks', async () => {
-    const { differences, counts } = await compareAll(source, destination, 'same', { maxBytes: 8 * 1024, maxDifferences: 10 });
-    assert.deepEqual(differences, []);
-    assert.equal(counts.source, 602);
-    assert.equal(counts.destination, 602);
-    assert.ok(counts.tasks > 3, `several tasks (${counts.tasks})`);
-  });
+  for (const reading of READINGS) {
+    it(`finds nothing in equal collections, every document counted once across tasks, read through ${reading.name}`, async () => {
+      const { differences, counts } = await compareAll(
+        source,
+        destination,
+        'same',
+        { maxBytes: 8 * 1024, maxDifferences: 10 },
+        undefined,
+        reading,
+      );
+      assert.deepEqual(differences, []);
+      assert.equal(counts.source, 602);
+      assert.equal(counts.destination, 602);
+      assert.ok(counts.tasks > 3, `several tasks (${counts.tasks})`);
+    });
 
-  it('finds every missing, extra and different document, value, type and field order alike', async () => {
-    const expected = [
-      `${JSON.stringify(mixedId(10))}:missing`,
-      '"zz-extra":extra',
-      `${JSON.stringify(mixedId(20))}:different`,
-      `${JSON.stringify(mixedId(30))}:different`,
-      `${JSON.stringify(mixedId(40))}:different`,
-      `${JSON.stringify(new MaxKey())}:missing`,
-    ].sort();
-    const whole = await compareAll(source, destination, 'changed', { maxBytes: 1 << 30, maxDifferences: 1000 });
-    assert.deepEqual(whole.differences, expected);
-    assert.equal(whole.counts.tasks, 1);
-    // Small tasks, at most two differences each: the same differences, each once.
-    const pieces = await compareAll(source, destination, 'changed', { maxBytes: 4 * 1024, maxDifferences: 2 });
-    assert.deepEqual(pieces.differences, expected);
-    assert.equal(pieces.counts.source, 602);
-    assert.equal(pieces.counts.destination, 601);
-  });
+    it(`finds every missing, extra and different document, value, type and field order alike, read through ${reading.name}`, async () => {
+      const expected = [
+        `${JSON.stringify(mixedId(10))}:missing`,
+        '"zz-extra":extra',
+        `${JSON.stringify(mixedId(20))}:different`,
+        `${JSON.stringify(mixedId(30))}:different`,
+        `${JSON.stringify(mixedId(40))}:different`,
+        `${JSON.stringify(new MaxKey())}:missing`,
+      ].sort();
+      const whole = await compareAll(source, destination, 'changed', { maxBytes: 1 << 30, maxDifferences: 1000 }, undefined, reading);
+      assert.deepEqual(whole.differences, expected);
+      assert.equal(whole.counts.tasks, 1);
+      // Small tasks, at most two differences each: the same differences, each once.
+      const pieces = await compareAll(source, destination, 'changed', { maxBytes: 4 * 1024, maxDifferences: 2 }, undefined, reading);
+      assert.deepEqual(pieces.differences, expected);
+      assert.equal(pieces.counts.source, 602);
+      assert.equal(pieces.counts.destination, 601);
+    });
 
-  it('reads only its range: a difference outside the bounds is not seen', async () => {
-    const { differences, counts } = await compareAll(
-      source,
-      destination,
-      'changed',
-      { maxBytes: 1 << 30, maxDifferences: 1000 },
-      { min: new Int32(15), max: new Int32(35) },
-    );
-    // Numbers 15 (incl.) to 35 (excl.) of the mixed `_id`s: those with i % 5 === 0 (Int32) in range, 20 and 30 differ.
-    assert.deepEqual(differences, [`${JSON.stringify(mixedId(20))}:different`, `${JSON.stringify(mixedId(30))}:different`].sort());
-    assert.equal(counts.source, 4);
-  });
+    it(`reads only its range: a difference outside the bounds is not seen, read through ${reading.name}`, async () => {
+      const { differences, counts } = await compareAll(
+        source,
+        destination,
+        'changed',
+        { maxBytes: 1 << 30, maxDifferences: 1000 },
+        { min: new Int32(15), max: new Int32(35) },
+        reading,
+      );
+      // Numbers 15 (incl.) to 35 (excl.) of the mixed `_id`s: those with i % 5 === 0 (Int32) in range, 20 and 30 differ.
+      assert.deepEqual(differences, [`${JSON.stringify(mixedId(20))}:different`, `${JSON.stringify(mixedId(30))}:different`].sort());
+      assert.equal(counts.source, 4);
+    });
+  }
 
   it('a re-check confirms a difference on a second look at an unchanged source, and clears an equal document', async () => {
     const saved: StoredRecheck[] = [];

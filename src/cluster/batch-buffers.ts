@@ -1,7 +1,9 @@
 /**
- * The write-batch buffers of one copy worker, reused from batch to batch. A partition holds at
- * most `batchesInFlight` batches being written plus the one being filled, so a worker needs that
- * many buffers for its whole life instead of a fresh one per batch: fresh multi-megabyte buffers
+ * Buffers lent to reads and write batches, reused: a copy worker's write batches (or the replies
+ * its wire reads receive and write from), and the replies the verifier's range reads receive
+ * (src/verify/compare-range.ts). A partition holds at most `batchesInFlight` batches being
+ * written plus the one being filled, so a worker needs that many buffers for its whole life
+ * instead of a fresh one per batch: fresh multi-megabyte buffers
  * cost page faults on first touch, drive V8's external-memory garbage collections, and once freed
  * stay in glibc's arenas (the process's RSS grew with every buffer ever allocated).
  *
@@ -80,9 +82,9 @@ export class BatchBuffers {
 }
 
 /**
- * A worker thread's sets of batch buffers between partitions. Each partition takes a set for its
- * life (`take`) and gives it back once every batch has settled (`put`), so partition after
- * partition fills the same buffers. A set serves any partition whose buffers are no larger and
+ * A worker thread's sets of batch buffers between partitions (or the verifier's range tasks).
+ * Each partition takes a set for its life (`take`) and gives it back once every batch has
+ * settled (`put`), so partition after partition fills the same buffers. A set serves any partition whose buffers are no larger and
  * no more: partitions size their buffers from their collection's average document, so an exact
  * match would rarely reuse across collections, and every miss costs a fresh set's page faults
  * and V8's external-memory collections.

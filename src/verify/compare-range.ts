@@ -157,7 +157,7 @@ function openReplies(client: MongoClient, task: RangeTask, options: RawFindOptio
  * One cluster's documents of the range. The next reply is asked for as soon as one arrives, so
  * the cluster works on it while this thread compares (two replies per side at most, and one on
  * its way). On the wire path the buffer of the reply before the current one stays lent too: the
- * last document compared (`compareRange`'s `last`) may lie in it until the next is taken.
+ * last document compared (`compareSides`' `last`) may lie in it until the next is taken.
  */
 class RangeReader {
   readonly #replies: RangeReplies;
@@ -243,7 +243,7 @@ const compareByteRanges = Buffer.prototype.compare;
 
 /**
  * Whether two byte ranges are equal. Twice per document compared (its `_id`, then itself), so no
- * view of either is made: four Buffers a document were most of the verifier's garbage.
+ * view of either is made (four Buffers a document otherwise).
  */
 function sameBytes(a: Uint8Array, aStart: number, aEnd: number, b: Uint8Array, bStart: number, bEnd: number): boolean {
   const length = aEnd - aStart;

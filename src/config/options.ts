@@ -308,7 +308,7 @@ export const OPTIONS = {
       "default `wire` where Ferry's own connections serve the source (as for `FERRY_COPY_WRITE_PATH`), else " +
       "`driver`. `wire` reads each partition on Ferry's own connections to the source's primary, each reply " +
       'received into a reused buffer; with the `wire` write path its documents are written from that buffer, not ' +
-      "copied. The embedded verifier reads its ranges of each cluster the same way. `driver` reads through the driver",
+      'copied. The embedded verifier reads its ranges of each cluster the same way. `driver` reads through the driver',
   },
   workerHeapMB: {
     type: 'integer',

@@ -23,6 +23,7 @@ import { MalformedCursorReply } from '../errors/errors.js';
 import { OP_MSG } from './op-msg.js';
 import { batchDocumentStarts, readCursor, type RawFindOptions, type ReplyDocuments } from './raw-cursor.js';
 import type { WirePool } from './wire-connection.js';
+import type { BatchBuffers } from './batch-buffers.js';
 
 /** Offset of the body document in an OP_MSG whose first section is the body (kind 0). */
 const BODY_OFFSET = 21;
@@ -119,6 +120,26 @@ export class WireCursor {
     this.#id = reply.id;
     if (reply.collection !== undefined) this.#collection = reply.collection;
     return reply;
+  }
+
+  /**
+   * The next reply, received into a buffer `buffers` lends (undefined once exhausted). `lent` is
+   * that buffer, the caller's to release once nothing reads the reply; absent when the reply was
+   * larger and came in a buffer of its own (the lent one is then released here).
+   */
+  async nextLent(buffers: BatchBuffers): Promise<{ reply: WireCursorReply; lent?: Buffer } | undefined> {
+    if (this.exhausted) return undefined;
+    const into = buffers.acquire();
+    let reply: WireCursorReply | undefined;
+    try {
+      reply = await this.next(into);
+    } catch (error) {
+      buffers.release(into);
+      throw error;
+    }
+    if (reply !== undefined && reply.message.buffer === into.buffer) return { reply, lent: into };
+    buffers.release(into);
+    return reply === undefined ? undefined : { reply };
   }
 
   /** Kills the server cursor if it is still open (a failure is left to the server's cursor timeout). */

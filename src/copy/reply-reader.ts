@@ -47,21 +47,11 @@ export function openReplyReader(source: MongoClient, ns: Namespace, options: Raw
   return {
     path: 'wire',
     async next() {
-      if (cursor.exhausted) return undefined;
-      const into = buffers.acquire();
-      try {
-        const reply = await cursor.next(into);
-        if (reply === undefined) {
-          buffers.release(into);
-          return undefined;
-        }
-        // A reply larger than the buffer lent came in one of its own: the lent one is free again.
-        if (reply.message.buffer !== into.buffer) buffers.release(into);
-        return { buffer: reply.buffer, starts: reply.starts, owner: reply.message.buffer === into.buffer ? into : reply.message };
-      } catch (error) {
-        buffers.release(into);
-        throw error;
-      }
+      const next = await cursor.nextLent(buffers);
+      // A reply that came in a buffer of its own holds itself (`release` ignores it).
+      return next === undefined
+        ? undefined
+        : { buffer: next.reply.buffer, starts: next.reply.starts, owner: next.lent ?? next.reply.message };
     },
     done(reply) {
       if (reply.owner !== undefined) buffers.release(reply.owner);

@@ -135,19 +135,15 @@ function openReplies(client: MongoClient, task: RangeTask, options: RawFindOptio
       return cursor.exhausted;
     },
     async next() {
-      if (cursor.exhausted) return undefined;
-      const into = buffers.acquire();
-      try {
-        const reply = await cursor.next(into);
-        // A reply larger than the buffer lent came in one of its own: the lent one is free again.
-        const lent = reply !== undefined && reply.message.buffer === into.buffer;
-        if (!lent) buffers.release(into);
-        if (reply === undefined) return undefined;
-        return { buffer: reply.buffer, starts: reply.starts, operationTime: timeOf(reply.operationTime), ...(lent ? { owner: into } : {}) };
-      } catch (error) {
-        buffers.release(into);
-        throw error;
-      }
+      const next = await cursor.nextLent(buffers);
+      if (next === undefined) return undefined;
+      const { reply, lent } = next;
+      return {
+        buffer: reply.buffer,
+        starts: reply.starts,
+        operationTime: timeOf(reply.operationTime),
+        ...(lent === undefined ? {} : { owner: lent }),
+      };
     },
     close: () => cursor.close(),
   };

@@ -57,6 +57,7 @@ async function compareAll(
   limits: { maxBytes: number; maxDifferences: number },
   bounds: { min: unknown; max: unknown } = { min: new MinKey(), max: new MaxKey() },
   reading: Reading = READINGS[0]!,
+  local = true,
 ) {
   const task: RangeTask = {
     db: DB,
@@ -77,7 +78,8 @@ async function compareAll(
     counts.destination += outcome.destination.documents;
     differences.push(...outcome.differences);
     assert.ok(outcome.sourceTime !== undefined, 'the source read time is reported');
-    assert.deepEqual(outcome.readPaths, { source: reading.path, destination: reading.path });
+    // A real deployment Ferry's connections cannot serve (a mongos, X.509) is read through the driver.
+    if (local) assert.deepEqual(outcome.readPaths, { source: reading.path, destination: reading.path });
     if (outcome.status === 'done') break;
     assert.ok(outcome.lastId !== undefined);
     after = outcome.lastId;
@@ -125,6 +127,7 @@ describe('verifier comparisons against clusters', () => {
         { maxBytes: 8 * 1024, maxDifferences: 10 },
         undefined,
         reading,
+        pair.local,
       );
       assert.deepEqual(differences, []);
       assert.equal(counts.source, 602);
@@ -141,11 +144,27 @@ describe('verifier comparisons against clusters', () => {
         `${JSON.stringify(mixedId(40))}:different`,
         `${JSON.stringify(new MaxKey())}:missing`,
       ].sort();
-      const whole = await compareAll(source, destination, 'changed', { maxBytes: 1 << 30, maxDifferences: 1000 }, undefined, reading);
+      const whole = await compareAll(
+        source,
+        destination,
+        'changed',
+        { maxBytes: 1 << 30, maxDifferences: 1000 },
+        undefined,
+        reading,
+        pair.local,
+      );
       assert.deepEqual(whole.differences, expected);
       assert.equal(whole.counts.tasks, 1);
       // Small tasks, at most two differences each: the same differences, each once.
-      const pieces = await compareAll(source, destination, 'changed', { maxBytes: 4 * 1024, maxDifferences: 2 }, undefined, reading);
+      const pieces = await compareAll(
+        source,
+        destination,
+        'changed',
+        { maxBytes: 4 * 1024, maxDifferences: 2 },
+        undefined,
+        reading,
+        pair.local,
+      );
       assert.deepEqual(pieces.differences, expected);
       assert.equal(pieces.counts.source, 602);
       assert.equal(pieces.counts.destination, 601);
@@ -159,6 +178,7 @@ describe('verifier comparisons against clusters', () => {
         { maxBytes: 1 << 30, maxDifferences: 1000 },
         { min: new Int32(15), max: new Int32(35) },
         reading,
+        pair.local,
       );
       // Numbers 15 (incl.) to 35 (excl.) of the mixed `_id`s: those with i % 5 === 0 (Int32) in range, 20 and 30 differ.
       assert.deepEqual(differences, [`${JSON.stringify(mixedId(20))}:different`, `${JSON.stringify(mixedId(30))}:different`].sort());

@@ -88,6 +88,9 @@ async function compareAll(
   return { differences: described, counts };
 }
 
+/** The documents of `aligned` whose value differs on the destination: the first and last of the range, others between. */
+const ALIGNED_CHANGES: unknown[] = [new MinKey(), mixedId(1), mixedId(252), mixedId(377), mixedId(599), new MaxKey()];
+
 describe('verifier comparisons against clusters', () => {
   let pair: ClusterPair;
   let source: MongoClient;
@@ -110,6 +113,10 @@ describe('verifier comparisons against clusters', () => {
     await target.updateOne({ _id: mixedId(30) }, { $set: { a: new Double(30) } }); // the same number, another type
     await target.replaceOne({ _id: mixedId(40) }, { pad: 'x'.repeat(100), a: new Int32(40) }); // fields in another order
     await target.deleteOne({ _id: new MaxKey() });
+    // Equal but for one value of the same size in a few documents: every reply stays aligned.
+    await coll(source, 'aligned').insertMany(docs, { ordered: false });
+    await coll(destination, 'aligned').insertMany(docs, { ordered: false });
+    for (const id of ALIGNED_CHANGES) await coll(destination, 'aligned').updateOne({ _id: id }, { $set: { a: new Int32(-7) } });
   });
 
   after(async () => {
@@ -168,6 +175,19 @@ describe('verifier comparisons against clusters', () => {
       assert.deepEqual(pieces.differences, expected);
       assert.equal(pieces.counts.source, 602);
       assert.equal(pieces.counts.destination, 601);
+    });
+
+    it(`finds a value changed in place in otherwise equal replies, wherever it lies, read through ${reading.name}`, async () => {
+      const expected = ALIGNED_CHANGES.map((id) => `${JSON.stringify(id)}:different`).sort();
+      for (const limits of [
+        { maxBytes: 1 << 30, maxDifferences: 1000 },
+        { maxBytes: 5 * 1024, maxDifferences: 1 },
+      ]) {
+        const { differences, counts } = await compareAll(source, destination, 'aligned', limits, undefined, reading, pair.local);
+        assert.deepEqual(differences, expected, `limits ${JSON.stringify(limits)}`);
+        assert.equal(counts.source, 602);
+        assert.equal(counts.destination, 602);
+      }
     });
 
     it(`reads only its range: a difference outside the bounds is not seen, read through ${reading.name}`, async () => {

@@ -158,6 +158,8 @@ export class Verifier implements VerificationPhase {
   #commitWarning: string | undefined;
   /** Reads of the differences started, and the latest one shown (an older read never overwrites a newer). */
   #mismatchReads = { started: 0, shown: 0 };
+  /** The range threads, started while the indexes build (`#scanRanges` takes them; `#verify` ends them). */
+  #rangePool: RangePool | undefined;
 
   constructor(context: SyncContext) {
     this.#context = context;
@@ -351,13 +353,24 @@ export class Verifier implements VerificationPhase {
     }
   }
 
+  /** One attempt (#run repeats them after a failure); the range threads never outlive it. */
   async #verify(): Promise<PhaseOutcome> {
+    try {
+      return await this.#attempt();
+    } finally {
+      await this.#endRangePool();
+    }
+  }
+
+  async #attempt(): Promise<PhaseOutcome> {
     const { source, destination, logger } = this.#context;
-    // A new attempt: the last one's tasks are all settled (#verify's finally).
+    // A new attempt: the last one's tasks are all settled (this method's finally).
     this.#halted = false;
     // Verification begins once the initial copy is complete (a commit is only possible after that).
     while (this.#syncPhase !== 'copied') {
       this.#checkStopping();
+      // The range threads load their modules while the indexes build, not in the first pass's time.
+      if (this.#syncPhase === 'buildingIndexes') this.#rangePool ??= this.#newRangePool();
       await this.#pause(1000);
     }
     this.#checkStopping();
@@ -627,16 +640,25 @@ export class Verifier implements VerificationPhase {
     }
   }
 
+  #newRangePool(): RangePool {
+    const { source, destination, settings } = this.#context;
+    return new RangePool({ sourceUri: source.endpoint.uri, destinationUri: destination.endpoint.uri }, settings.verification.rangesAtOnce);
+  }
+
+  async #endRangePool(): Promise<void> {
+    const pool = this.#rangePool;
+    this.#rangePool = undefined;
+    await pool?.destroy();
+  }
+
   /** Compares every unfinished range, `rangesAtOnce` at a time. */
   async #scanRanges(): Promise<void> {
-    const { source, destination, settings, logger } = this.#context;
+    const { logger } = this.#context;
     const rows = await this.#partitions.unfinished();
     if (rows.length > 0) {
-      const pool = new RangePool(
-        { sourceUri: source.endpoint.uri, destinationUri: destination.endpoint.uri },
-        Math.min(settings.verification.rangesAtOnce, rows.length),
-      );
-      logger.info({ ranges: rows.length, atOnce: pool.ranges, threads: pool.threads }, `Verification: comparing ${rows.length} range(s)`);
+      const pool = (this.#rangePool ??= this.#newRangePool());
+      const atOnce = Math.min(pool.ranges, rows.length);
+      logger.info({ ranges: rows.length, atOnce, threads: pool.threads }, `Verification: comparing ${rows.length} range(s)`);
       try {
         let next = 0;
         const worker = async (): Promise<void> => {
@@ -645,9 +667,9 @@ export class Verifier implements VerificationPhase {
             await this.#compareRange(pool, rows[next++]!);
           }
         };
-        await Promise.all(Array.from({ length: pool.ranges }, worker));
+        await Promise.all(Array.from({ length: atOnce }, worker));
       } finally {
-        await pool.destroy();
+        await this.#endRangePool();
       }
     }
     if (this.#record?.initialHashingDoneAt === undefined) {

@@ -206,6 +206,34 @@ conformance('queries', (target) => {
     assert.equal(all.length, 10);
   });
 
+  test('long scans by _id (bounded) and in natural order continue after their last document, deleted or not, between getMores', async () => {
+    const db = target().db;
+    const coll = db.collection<{ _id: number; v: number }>('long_scan');
+    await coll.insertMany(Array.from({ length: 700 }, (_, i) => ({ _id: i, v: i })));
+    const byId = await db.command({ find: 'long_scan', hint: { _id: 1 }, min: { _id: 50 }, max: { _id: 650 }, batchSize: 300 });
+    assert.deepEqual(
+      ids(byId.cursor.firstBatch),
+      Array.from({ length: 300 }, (_, i) => 50 + i),
+    );
+    // The last document returned and the next one go before the getMore.
+    await coll.deleteMany({ _id: { $in: [349, 350] } });
+    const restById = await db.command({ getMore: byId.cursor.id, collection: 'long_scan', batchSize: 1000 });
+    assert.deepEqual(
+      ids(restById.cursor.nextBatch),
+      Array.from({ length: 299 }, (_, i) => 351 + i),
+    );
+    assert.equal(Number(restById.cursor.id), 0);
+
+    const natural = await db.command({ find: 'long_scan', batchSize: 300 });
+    const seen = ids(natural.cursor.firstBatch);
+    await coll.deleteMany({ _id: { $in: [seen.at(-1), 600] } });
+    const restNatural = await db.command({ getMore: natural.cursor.id, collection: 'long_scan', batchSize: 1000 });
+    const all = [...seen, ...ids(restNatural.cursor.nextBatch)];
+    assert.equal(all.length, 697, 'every document once, 349, 350 and 600 not at all');
+    assert.equal(new Set(all).size, 697);
+    assert.ok(!all.includes(600));
+  });
+
   test('find rejects unknown fields and negative numbers as mongod does', async () => {
     const db = target().db;
     await assert.rejects(db.command({ find: 'people', noSuchOption: 1 }), { code: 40415, codeName: 'IDLUnknownField' });

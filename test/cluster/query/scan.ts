@@ -14,6 +14,9 @@ export interface ScanOptions {
   max?: unknown;
 }
 
+/** What a range walk's callback returns to stop it (a chunk is full). */
+const STOP = { break: true };
+
 /** Returns a function yielding successive entries, undefined at the end. */
 export function scanCollection(collection: Collection, scanOptions: ScanOptions): () => DocEntry | undefined {
   // A clustered collection stores its documents in _id order: that is its natural order too.
@@ -22,7 +25,10 @@ export function scanCollection(collection: Collection, scanOptions: ScanOptions)
   const chunk = 256;
   let buffer: DocEntry[] = [];
   let position = 0;
-  let last: { key: unknown } | undefined;
+  /** The last entry returned: the next chunk is read after its key. */
+  let returned: DocEntry | undefined;
+  /** The collection's `changes` when the chunk was read. */
+  let readAt = -1;
   let done = false;
   const hasMin = options.min !== undefined;
   const hasMax = options.max !== undefined;
@@ -30,19 +36,25 @@ export function scanCollection(collection: Collection, scanOptions: ScanOptions)
   function refill(): void {
     buffer = [];
     position = 0;
+    readAt = collection.changes;
+    const last = returned === undefined ? undefined : { key: options.order === 'id' ? returned.id : returned.rid };
     if (options.order === 'id') {
       const tree = collection.byId;
       if (options.direction === 1) {
-        const start = last ? last.key : hasMin ? options.min : undefined;
-        const iterator = start === undefined ? tree.entries() : tree.entries(start);
-        for (const [key, entry] of iterator) {
-          if (last && collection.compareIds(key, last.key) <= 0) continue;
-          if (hasMax && collection.compareIds(key, options.max) >= 0) {
-            done = true;
-            break;
-          }
-          buffer.push(entry);
-          if (buffer.length >= chunk) break;
+        // The tree's own range walk: its bounds found once per leaf, no pair per document.
+        const low = last ? last.key : hasMin ? options.min : tree.minKey();
+        const high = hasMax ? options.max : tree.maxKey();
+        // Only the first key can be the last one returned (it may have been deleted since).
+        let atLast = last !== undefined;
+        if (low !== undefined && high !== undefined) {
+          tree.forRange(low, high, !hasMax, (key, entry) => {
+            if (atLast) {
+              atLast = false;
+              if (collection.compareIds(key, last!.key) <= 0) return undefined;
+            }
+            buffer.push(entry);
+            return buffer.length >= chunk ? STOP : undefined;
+          });
         }
       } else {
         const start = last ? last.key : undefined;
@@ -61,32 +73,30 @@ export function scanCollection(collection: Collection, scanOptions: ScanOptions)
     } else {
       const tree = collection.byRid;
       const start = last?.key as number | undefined;
-      const iterator =
-        options.direction === 1
-          ? start === undefined
-            ? tree.entries()
-            : tree.entries(start + 1)
-          : start === undefined
-            ? tree.entriesReversed()
-            : tree.entriesReversed(start - 1);
-      for (const [, entry] of iterator) {
-        buffer.push(entry);
-        if (buffer.length >= chunk) break;
+      if (options.direction === 1) {
+        const high = tree.maxKey();
+        if (high !== undefined) {
+          tree.forRange(start === undefined ? 0 : start + 1, high, true, (_, entry) => {
+            buffer.push(entry);
+            return buffer.length >= chunk ? STOP : undefined;
+          });
+        }
+      } else {
+        for (const [, entry] of start === undefined ? tree.entriesReversed() : tree.entriesReversed(start - 1)) {
+          buffer.push(entry);
+          if (buffer.length >= chunk) break;
+        }
       }
     }
-    if (buffer.length < chunk) done = true;
-    if (buffer.length > 0) {
-      const tail = buffer[buffer.length - 1];
-      last = { key: options.order === 'id' ? tail.id : tail.rid };
-    }
+    done = buffer.length < chunk;
   }
 
   return () => {
-    if (position >= buffer.length) {
-      if (done) return undefined;
-      refill();
-      if (buffer.length === 0) return undefined;
-    }
-    return buffer[position++];
+    // A chunk read before a document was inserted or removed is read again from where the scan
+    // is, as mongod's cursor, reading one document at a time, sees the collection as it is now.
+    if (position < buffer.length ? collection.changes !== readAt : !done) refill();
+    if (position >= buffer.length) return undefined;
+    returned = buffer[position++];
+    return returned;
   };
 }

@@ -63,6 +63,11 @@ export class Collection {
   /** Sum of stored document sizes in bytes. */
   dataSize = 0;
   /**
+   * Counts the entries put into or taken out of the trees: a scan holding entries it read ahead
+   * reads them again when this moved (query/scan.ts).
+   */
+  changes = 0;
+  /**
    * Set once the catalog lets go of this collection (drop, dropDatabase, the target of a rename
    * with dropTarget, the source of a cross-database rename): the open cursors reading it then
    * fail their next getMore, as mongod's do when they no longer find its UUID.
@@ -132,6 +137,7 @@ export class Collection {
       this.byId.set(id, entry);
     }
     this.byRid.set(entry.rid, entry);
+    this.changes++;
     this.dataSize += raw.length;
     this.observer?.stored(this, entry);
     return { entry, evicted: this.capped ? this.evictOverflow(entry) : NONE_EVICTED };
@@ -174,6 +180,7 @@ export class Collection {
     }
     this.byId.delete(entry.id);
     this.byRid.delete(entry.rid);
+    this.changes++;
     this.dataSize -= entry.raw.length;
     this.observer?.removed(this, entry);
   }

@@ -43,6 +43,7 @@ function keepSnapshots(collection: Collection, entry: DocEntry): void {
     const snapshot: DocEntry = { rid: entry.rid, id: entry.id, raw: entry.raw };
     fork.byId.set(entry.id, snapshot);
     fork.byRid.set(entry.rid, snapshot);
+    fork.changes++;
   }
 }
 
@@ -149,6 +150,7 @@ export class Transaction {
     const copy: DocEntry = { rid: entry.rid, id: entry.id, raw: entry.raw };
     collection.byId.set(entry.id, copy);
     collection.byRid.set(entry.rid, copy);
+    collection.changes++;
     this.own.add(copy);
     return copy;
   }

@@ -11,7 +11,7 @@ import { Query } from 'mingo';
 import type { Instance, OpContext } from './instance.js';
 import type { Collection, DocEntry } from './storage/collection.js';
 import type { Index } from './storage/indexes.js';
-import { promoted } from './raw.js';
+import { fieldDecoder, findElement, promoted } from './raw.js';
 import { valuesAtPath } from './storage/keys.js';
 import { expiredByCollectionTtl } from './storage/clustered.js';
 
@@ -35,16 +35,38 @@ function earliestDate(doc: Record<string, unknown>, path: string): number | unde
   return earliest;
 }
 
+const BSON_DATE = 0x09;
+const BSON_ARRAY = 0x04;
+
+/**
+ * How a pass reads a document's earliest date at `path`. A pass reads every document of the
+ * collection (mongod walks the TTL index instead), so nothing else is decoded: a top-level date is
+ * read straight from its bytes, anything else from the path's top-level field alone.
+ */
+function earliestDateReader(path: string): (raw: Buffer) => number | undefined {
+  const top = path.split('.')[0]!;
+  const decodeTop = fieldDecoder([top], promoted);
+  const fromField = (raw: Buffer): number | undefined => earliestDate(decodeTop(raw), path);
+  // findElement compares names as Latin-1: ASCII names only.
+  if (path !== top || !/^[\x20-\x7e]+$/.test(top)) return fromField;
+  return (raw) => {
+    const element = findElement(raw, top);
+    if (element === undefined) return undefined;
+    if (element.type === BSON_DATE) return raw.readUInt32LE(element.end - 8) + raw.readInt32LE(element.end - 4) * 2 ** 32;
+    return element.type === BSON_ARRAY ? fromField(raw) : undefined;
+  };
+}
+
 function expiredEntries(collection: Collection, index: Index, now: number): DocEntry[] {
-  const path = Object.keys(index.spec.key)[0];
+  const path = Object.keys(index.spec.key)[0]!;
   const cutoff = now - (index.spec.expireAfterSeconds as number) * 1000;
   const partial = index.spec.partialFilterExpression ? new Query(index.spec.partialFilterExpression) : undefined;
+  const dateOf = earliestDateReader(path);
   const expired: DocEntry[] = [];
   for (const entry of collection.byRid.values()) {
-    const doc = BSON.deserialize(entry.raw, promoted);
-    const date = earliestDate(doc, path);
+    const date = dateOf(entry.raw);
     if (date === undefined || date > cutoff) continue;
-    if (partial && !partial.test(doc)) continue;
+    if (partial && !partial.test(BSON.deserialize(entry.raw, promoted))) continue;
     expired.push(entry);
   }
   return expired;

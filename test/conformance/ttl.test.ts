@@ -58,6 +58,39 @@ test('documents whose date is older than expireAfterSeconds are deleted; others 
   assert.deepEqual(await ids('sessions'), ['arrayAllFresh', 'fresh', 'missing', 'notADate']);
 });
 
+test('dates before 1970, at a dotted path, under a non-ASCII name, and with a partial filter', async () => {
+  const cases: [string, Record<string, unknown>, object][] = [
+    ['beforeEpoch', { at: 1 }, {}],
+    ['dotted', { 's.at': 1 }, {}],
+    ['accented', { été: 1 }, {}],
+    ['partial', { at: 1 }, { partialFilterExpression: { kind: 'temp' } }],
+  ];
+  for (const [name, key, options] of cases) await db.collection(name).createIndex(key as never, { expireAfterSeconds: 60, ...options });
+  await db.collection('beforeEpoch').insertMany([
+    { _id: 1, at: new Date(-86_400_000) },
+    { _id: 2, at: future },
+  ] as never[]);
+  await db.collection('dotted').insertMany([
+    { _id: 1, s: { at: past } },
+    { _id: 2, s: [{ at: future }, { at: past }] },
+    { _id: 3, s: { at: future } },
+    { _id: 4, at: past },
+  ] as never[]);
+  await db.collection('accented').insertMany([
+    { _id: 1, été: past },
+    { _id: 2, été: future },
+  ] as never[]);
+  await db.collection('partial').insertMany([
+    { _id: 1, at: past, kind: 'temp' },
+    { _id: 2, at: past, kind: 'kept' },
+  ] as never[]);
+  await monitorPasses(2);
+  assert.deepEqual(await ids('beforeEpoch'), [2]);
+  assert.deepEqual(await ids('dotted'), [3, 4]);
+  assert.deepEqual(await ids('accented'), [2]);
+  assert.deepEqual(await ids('partial'), [2]);
+});
+
 test('a hidden TTL index still expires documents', async () => {
   await db.collection('hiddenTtl').createIndex({ at: 1 }, { expireAfterSeconds: 0, hidden: true });
   await db.collection('hiddenTtl').insertMany([

@@ -36,6 +36,34 @@ conformance('aggregate', (target) => {
     );
   });
 
+  test('a small $sample of a large collection: distinct stored documents from all over it, deleted ones never', async () => {
+    const large = target().db.collection<{ _id: number }>('sampled');
+    await large.insertMany(Array.from({ length: 2000 }, (_, i) => ({ _id: i })));
+    await large.deleteMany({ _id: { $gte: 500, $lt: 1500 } });
+    const seen: number[] = [];
+    for (let round = 0; round < 20; round++) {
+      const ids = (await large.aggregate<{ _id: number }>([{ $sample: { size: 40 } }]).toArray()).map((d) => d._id);
+      assert.equal(ids.length, 40);
+      assert.equal(new Set(ids).size, 40, 'no document twice in one sample');
+      seen.push(...ids);
+    }
+    assert.ok(
+      seen.every((id) => id < 500 || id >= 1500),
+      'no deleted document',
+    );
+    assert.ok(Math.min(...seen) < 100 && Math.max(...seen) >= 1900, 'from both ends of the collection');
+    // Most documents gone (a small sample, but record ids mostly empty): it still finds the few left.
+    await large.deleteMany({ _id: { $gte: 20, $lt: 1920 } });
+    for (let round = 0; round < 10; round++) {
+      const few = (await large.aggregate<{ _id: number }>([{ $sample: { size: 4 } }]).toArray()).map((d) => d._id);
+      assert.equal(new Set(few).size, 4, `four documents (${few.join(', ')})`);
+      assert.ok(
+        few.every((id) => id < 20 || id >= 1920),
+        `only stored documents (${few.join(', ')})`,
+      );
+    }
+  });
+
   test('$bucketAuto deals sorted values into buckets whose max is the next min', async () => {
     const byId = await numbers()
       .aggregate([{ $bucketAuto: { groupBy: '$_id', buckets: 3 } }])

@@ -7,7 +7,7 @@
  */
 import { ServerError } from '../../errors.js';
 import type { Instance } from '../../instance.js';
-import type { Collection } from '../../storage/collection.js';
+import type { Collection, DocEntry } from '../../storage/collection.js';
 import { collectionStorageStats } from '../../storage/stats.js';
 import { matchDocuments } from '../find.js';
 import { buildPipeline, checkPipeline, stageOf } from './pipeline.js';
@@ -185,7 +185,7 @@ export function aggregate(instance: Instance, db: string, target: string | 1, pi
   if (leadName === '$sample') {
     // Random documents straight from storage: nothing is decoded.
     const size = sampleSize(leadArg);
-    const entries = collection ? sampleOf([...collection.byRid.values()], size) : [];
+    const entries = collection ? sampleEntries(collection, size) : [];
     source = pullFrom(entries.map((e) => Row.fromRaw(e.raw)));
     rest = stages.slice(1);
   } else if (leadName === '$match' && leadArg !== null && typeof leadArg === 'object' && !Array.isArray(leadArg)) {
@@ -217,4 +217,27 @@ export function aggregate(instance: Instance, db: string, target: string | 1, pi
     };
   }
   return buildPipeline(source, rest, mingo);
+}
+
+/**
+ * `size` stored documents picked uniformly without replacement. A small sample (where mongod uses
+ * a random cursor: under 5% of the documents) draws random record ids and keeps those still
+ * stored, so that a planner's sample of a large collection does not list all of it; otherwise, or
+ * when too many record ids are gone, every entry is listed and shuffled.
+ */
+function sampleEntries(collection: Collection, size: number): DocEntry[] {
+  const low = collection.byRid.minKey();
+  const high = collection.byRid.maxKey();
+  if (size * 20 < collection.count && low !== undefined && high !== undefined) {
+    const picked = new Map<number, DocEntry>();
+    const span = high - low + 1;
+    for (let attempts = 0; picked.size < size && attempts < size * 8; attempts++) {
+      const rid = low + Math.floor(Math.random() * span);
+      if (picked.has(rid)) continue;
+      const entry = collection.byRid.get(rid);
+      if (entry !== undefined) picked.set(rid, entry);
+    }
+    if (picked.size === size) return [...picked.values()];
+  }
+  return sampleOf([...collection.byRid.values()], size);
 }

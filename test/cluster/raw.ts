@@ -68,14 +68,31 @@ export interface RawElement {
   end: number;
 }
 
+/**
+ * The offset of the NUL ending the field name at `from`, or `end` when there is none before it.
+ * Field names are short: a loop costs less than a native `indexOf` per element.
+ */
+function nameEndOf(doc: Buffer, from: number, end: number): number {
+  let at = from;
+  while (at < end && doc[at] !== 0) at++;
+  return at;
+}
+
+/** Whether the field name at `doc[from, to)` is `name` (UTF-8), without a native call per element. */
+function isName(doc: Buffer, from: number, to: number, name: Uint8Array): boolean {
+  if (to - from !== name.length) return false;
+  for (let i = 0; i < name.length; i++) if (doc[from + i] !== name[i]) return false;
+  return true;
+}
+
 /** Finds a top-level element by name without decoding the document. */
 export function findElement(doc: Buffer, name: string): RawElement | undefined {
   const end = doc.readInt32LE(0) - 1;
   let at = 4;
   while (at < end) {
     const type = doc[at];
-    const nameEnd = doc.indexOf(0, at + 1);
-    if (nameEnd < 0 || nameEnd >= end) throw new ServerError('InvalidBSON', 'unterminated field name');
+    const nameEnd = nameEndOf(doc, at + 1, end);
+    if (nameEnd >= end) throw new ServerError('InvalidBSON', 'unterminated field name');
     const valueAt = nameEnd + 1;
     const next = valueAt + valueSize(doc, type, valueAt);
     if (next > end) throw new ServerError('InvalidBSON', 'element extends past end of document');
@@ -144,12 +161,11 @@ function decodeChosenFields(doc: Buffer, wanted: readonly Buffer[], options: BSO
   const end = doc.readInt32LE(0) - 1;
   for (let at = 4; at < end;) {
     const type = doc[at];
-    const nameEnd = doc.indexOf(0, at + 1);
+    const nameEnd = nameEndOf(doc, at + 1, end);
     const valueAt = nameEnd + 1;
     const next = valueAt + valueSize(doc, type, valueAt);
-    const nameLength = nameEnd - at - 1;
     for (const name of wanted) {
-      if (name.length === nameLength && doc.compare(name, 0, nameLength, at + 1, nameEnd) === 0) {
+      if (isName(doc, at + 1, nameEnd, name)) {
         chosen.push(at, next);
         size += next - at;
         break;
@@ -176,9 +192,9 @@ export function pathMeetsArray(doc: Buffer, parts: readonly Buffer[], start = 0,
   const end = start + doc.readInt32LE(start) - 1;
   for (let at = start + 4; at < end;) {
     const type = doc[at]!;
-    const nameEnd = doc.indexOf(0, at + 1);
+    const nameEnd = nameEndOf(doc, at + 1, end);
     const valueAt = nameEnd + 1;
-    if (nameEnd - at - 1 === name.length && doc.compare(name, 0, name.length, at + 1, nameEnd) === 0) {
+    if (isName(doc, at + 1, nameEnd, name)) {
       if (type === 0x04) return true;
       if (type === 0x03 && depth + 1 < parts.length && pathMeetsArray(doc, parts, valueAt, depth + 1)) return true;
     }

@@ -1,5 +1,5 @@
 /**
- * The copy's read paths side by side (src/copy/reply-reader.ts): whole Ferry copies of one
+ * The copy's read paths side by side (src/cluster/reply-reader.ts): whole Ferry copies of one
  * generated source into fresh destinations, per size, in three configurations:
  * - `driver+raw`: the driver reads and writes (today's default),
  * - `driver+wire`: the driver reads, Ferry's own connections write (FERRY_COPY_WRITE_PATH=wire),

@@ -16,9 +16,10 @@ import { MAX_BSON_OBJECT_BYTES } from '../domain/constants.js';
 import type { HotDocuments } from '../domain/hot-documents.js';
 import { checkHotDocuments } from './hot-documents.js';
 import type { FerryOptions } from './options.js';
+import type { ReadPath } from '../cluster/reply-reader.js';
 
 export type WritePath = 'raw' | 'decode' | 'wire';
-export type ReadPath = 'driver' | 'wire';
+export type { ReadPath };
 
 /** How partitions are copied (the same for every partition of a sync; it crosses to worker threads). */
 export interface CopySettings {
@@ -30,7 +31,7 @@ export interface CopySettings {
   checkpointIntervalMs: number;
   /** `raw`, `wire` (the default) or `decode` (`FERRY_COPY_WRITE_PATH`); see src/copy/write-path.ts. */
   writePath: WritePath;
-  /** `driver` (when absent) or `wire` (`FERRY_COPY_READ_PATH`); see src/copy/reply-reader.ts. */
+  /** `driver` (when absent) or `wire` (`FERRY_COPY_READ_PATH`); see src/cluster/reply-reader.ts. */
   readPath?: ReadPath;
   /**
    * Which paths the operator set (`FERRY_COPY_*_PATH`): falling back from one of those is warned

@@ -17,7 +17,7 @@
  * filled, in `batchesInFlight + 1` buffers of `batchBytes` reused from batch to batch and from
  * partition to partition (src/cluster/batch-buffers.ts; a document larger than `batchBytes` gets one of its
  * own), and the current reply (about `batchBytes`, at most 16 MiB), garbage once its documents are
- * copied into batches. Reading on Ferry's own connections (`readPath: 'wire'`, reply-reader.ts)
+ * copied into batches. Reading on Ferry's own connections (`readPath: 'wire'`, src/cluster/reply-reader.ts)
  * with the `wire` write path, the same `batchesInFlight + 1` buffers, sized for a reply, receive
  * the replies instead, and each reply's documents are written as slices of it (`#issueSlices`):
  * no batch copy, and a buffer goes back only once every write of its slices has settled.
@@ -33,7 +33,7 @@ import type { HistogramRecorder } from '../metrics/samples.js';
 import { partitionFindOptions } from '../plan/partitions.js';
 import { BatchBuffers, IdleBatchBuffers } from '../cluster/batch-buffers.js';
 import { Batcher, batchLimits, packDocuments, SECTION_ROOM_BYTES, type BatchLimits, type RawBatch } from './batcher.js';
-import { openReplyReader, type ReadReply } from './reply-reader.js';
+import { openReplyReader, type ReadReply } from '../cluster/reply-reader.js';
 import { wireReadable } from '../cluster/wire-connection.js';
 import { readBatchSize, replyBufferBytes } from '../cluster/wire-reads.js';
 import { RETRY_POLICY, retryDelay, sleep } from '../cluster/retry.js';

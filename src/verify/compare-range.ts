@@ -26,9 +26,10 @@
  */
 import type { MongoClient } from 'mongodb';
 import { compareBsonValues, findId, readId } from '../bson/index.js';
-import { batchDocumentStarts, documentSize, RawCursor, type RawFindOptions } from '../cluster/raw-cursor.js';
-import { wirePoolOf, wireReadable } from '../cluster/wire-connection.js';
-import { WireCursor } from '../cluster/wire-reads.js';
+import type { Timestamp } from 'bson';
+import { documentSize } from '../cluster/raw-cursor.js';
+import { openReplyReader, type ReadReply, type ReplyReader } from '../cluster/reply-reader.js';
+import { wireReadable } from '../cluster/wire-connection.js';
 import type { ReadPath } from '../config/settings.js';
 import { IdleBatchBuffers, type BatchBuffers } from '../cluster/batch-buffers.js';
 import type { Namespace } from '../domain/namespaces.js';
@@ -51,7 +52,7 @@ export interface RangeTask extends Namespace {
   batchSize: number;
   /**
    * `wire`: each cluster is read on Ferry's own connections where they serve it, each reply
-   * received into a buffer reused from reply to reply (as the copy reads, src/copy/reply-reader.ts);
+   * received into a buffer reused from reply to reply (as the copy reads, src/cluster/reply-reader.ts);
    * else, and by default, through the driver.
    */
   readPath?: ReadPath;
@@ -93,61 +94,9 @@ export interface RangeOutcome {
   readPaths: { source: ReadPath; destination: ReadPath };
 }
 
-/** One reply of a range: its documents, the source time it reports, and the lent buffer holding it (wire reads). */
-interface RangeReply {
-  buffer: Uint8Array;
-  starts: number[];
-  operationTime?: { t: number; i: number };
-  owner?: Buffer;
-}
-
-/** A cluster's replies for a range: the driver's raw cursor, or (`buffers`) a wire cursor receiving into them. */
-interface RangeReplies {
-  readonly exhausted: boolean;
-  next(): Promise<RangeReply | undefined>;
-  close(): Promise<void>;
-}
-
-/** A Timestamp as plain data (it crosses threads), when `value` is one. */
-function timeOf(value: unknown): { t: number; i: number } | undefined {
-  const time = value as { high?: number; low?: number; _bsontype?: string } | undefined;
-  return time?._bsontype === 'Timestamp' ? { t: time.high!, i: time.low! } : undefined;
-}
-
-function openReplies(client: MongoClient, task: RangeTask, options: RawFindOptions, buffers: BatchBuffers | undefined): RangeReplies {
-  if (buffers === undefined) {
-    const cursor = RawCursor.find(client, task, options);
-    return {
-      get exhausted() {
-        return cursor.exhausted;
-      },
-      async next() {
-        const reply = await cursor.nextReply();
-        if (reply === undefined) return undefined;
-        const starts = batchDocumentStarts(reply.cursor, reply.batch.valueOffset, reply.batch.valueEnd);
-        return { buffer: reply.cursor, starts, operationTime: timeOf(reply.reply.operationTime) };
-      },
-      close: () => cursor.close(),
-    };
-  }
-  const cursor = WireCursor.find(wirePoolOf(client), task, options);
-  return {
-    get exhausted() {
-      return cursor.exhausted;
-    },
-    async next() {
-      const next = await cursor.nextLent(buffers);
-      if (next === undefined) return undefined;
-      const { reply, lent } = next;
-      return {
-        buffer: reply.buffer,
-        starts: reply.starts,
-        operationTime: timeOf(reply.operationTime),
-        ...(lent === undefined ? {} : { owner: lent }),
-      };
-    },
-    close: () => cursor.close(),
-  };
+/** A Timestamp as plain data (it crosses threads). */
+function timeOf(time: Timestamp): { t: number; i: number } {
+  return { t: time.high, i: time.low };
 }
 
 /**
@@ -157,11 +106,10 @@ function openReplies(client: MongoClient, task: RangeTask, options: RawFindOptio
  * last document compared (`compareSides`' `last`) may lie in it until the next is taken.
  */
 class RangeReader {
-  readonly #replies: RangeReplies;
-  readonly #buffers: BatchBuffers | undefined;
-  #next: Promise<RangeReply | undefined> | undefined;
-  /** The lent buffers of the previous and current replies (wire reads). */
-  #held: Buffer[] = [];
+  readonly #replies: ReplyReader;
+  #next: Promise<ReadReply | undefined> | undefined;
+  /** The previous and current replies (on the wire path, their buffers stay lent until `done`). */
+  #held: ReadReply[] = [];
   #buffer: Uint8Array = new Uint8Array(0);
   #starts: number[] = [];
   #index = 0;
@@ -176,9 +124,8 @@ class RangeReader {
   /** `buffers` (at least three) make it read on the wire path. */
   constructor(client: MongoClient, task: RangeTask, buffers?: BatchBuffers) {
     const bounds = partitionFindOptions({ min: unpackValue(task.after ?? task.min), max: unpackValue(task.max) });
-    this.#buffers = buffers;
-    this.path = buffers === undefined ? 'driver' : 'wire';
-    this.#replies = openReplies(client, task, { ...bounds, sort: { _id: 1 }, batchSize: task.batchSize }, buffers);
+    this.#replies = openReplyReader(client, task, { ...bounds, sort: { _id: 1 }, batchSize: task.batchSize }, buffers);
+    this.path = this.#replies.path;
   }
 
   /** The current document without waiting: undefined at the end of the range, null when the next reply must be awaited (`fill`). */
@@ -196,11 +143,11 @@ class RangeReader {
         this.#done = true;
         return;
       }
-      if (reply.owner !== undefined) this.#held.push(reply.owner);
+      this.#held.push(reply);
       // Two replies back: nothing points into it any more, so the next read may use its buffer.
-      if (this.#held.length > 2) this.#buffers!.release(this.#held.shift()!);
+      if (this.#held.length > 2) this.#replies.done(this.#held.shift()!);
       if (!this.#replies.exhausted) this.#next = this.#replies.next();
-      if (reply.operationTime !== undefined) this.latestTime = reply.operationTime;
+      if (reply.operationTime !== undefined) this.latestTime = timeOf(reply.operationTime);
       this.#buffer = reply.buffer;
       this.#starts = reply.starts;
       this.#index = 0;
@@ -235,9 +182,9 @@ class RangeReader {
   /** Kills the cursor; every lent buffer is free once this resolves (no read is left on its way). */
   async close(): Promise<void> {
     const pending = await this.#next?.catch(() => undefined);
-    if (pending?.owner !== undefined) this.#held.push(pending.owner);
+    if (pending !== undefined) this.#held.push(pending);
     await this.#replies.close();
-    for (const owner of this.#held.splice(0)) this.#buffers!.release(owner);
+    for (const reply of this.#held.splice(0)) this.#replies.done(reply);
   }
 }
 

@@ -1,5 +1,5 @@
 /**
- * The `wire` read path (src/cluster/wire-reads.ts, src/copy/reply-reader.ts) against test clusters
+ * The `wire` read path (src/cluster/wire-reads.ts, src/cluster/reply-reader.ts) against test clusters
  * started with users: Ferry's own connections to the source log in with SCRAM and read each
  * partition, and with the `wire` write path each reply's documents are written from where they were
  * received; the copy ends byte for byte equal when the source drops the connection in the middle

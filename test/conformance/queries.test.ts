@@ -297,4 +297,50 @@ conformance('queries', (target) => {
     const matched = await times.aggregate([{ $match: { ts: { $lte: largest } } }, { $count: 'n' }]).toArray();
     assert.deepEqual(matched, [{ n: 5 }]);
   });
+
+  test('$in and $nin, of few values or many, match by value across number types, embedded documents with their fields in order, whole arrays or their elements, null for missing', async () => {
+    const values = target().db.collection('in_lists');
+    await values.insertMany([
+      { _id: 1, v: 1 },
+      { _id: 2, v: Long.fromNumber(1) },
+      { _id: 3, v: new Double(1) },
+      { _id: 4, v: 'a' },
+      { _id: 5, v: { x: 1, y: 2 } },
+      { _id: 6, v: { y: 2, x: 1 } },
+      { _id: 7, v: [7, 8] },
+      { _id: 8, v: null },
+      { _id: 9 },
+      { _id: 10, v: [[9]] },
+      { _id: 11, v: [{ x: 1, y: 2 }] },
+    ] as never[]);
+    // Lists of a few values and of many (none of them matching) behave alike.
+    const filler = Array.from({ length: 20 }, (_, i) => `filler${i}`);
+    const matching = async (filter: Document) => ids(await values.find(filter).sort({ _id: 1 }).toArray());
+    const cases: [unknown[], number[]][] = [
+      [[1], [1, 2, 3]],
+      [[{ x: 1, y: 2 }], [5, 11]],
+      [[null], [8, 9]],
+      [[[7, 8]], [7]],
+      [[8], [7]],
+      [[[9]], [10]],
+      [[9], []],
+      [
+        ['a', 1],
+        [1, 2, 3, 4],
+      ],
+    ];
+    const all = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11];
+    for (const [listed, expected] of cases) {
+      for (const list of [listed, [...listed, ...filler]]) {
+        assert.deepEqual(await matching({ v: { $in: list } }), expected, `$in ${JSON.stringify(list.length)} values`);
+        assert.deepEqual(
+          await matching({ v: { $nin: list } }),
+          all.filter((id) => !expected.includes(id)),
+          `$nin ${JSON.stringify(list.length)} values`,
+        );
+      }
+    }
+    assert.deepEqual(await matching({ _id: { $in: [...filler, 2, 11, 40] } }), [2, 11]);
+    assert.deepEqual(await matching({ _id: { $nin: [...filler, 2, 11, 40] } }), [1, 3, 4, 5, 6, 7, 8, 9, 10]);
+  });
 });

@@ -19,6 +19,7 @@ import * as queryOperators from 'mingo/operators/query';
 import * as windowOperators from 'mingo/operators/window';
 import { resolve } from 'mingo/util';
 import { compareValues, typeRank } from '../bson-order.js';
+import { canonicalKey } from '../storage/keys.js';
 import type { Collation } from './collation.js';
 
 type QueryOperator = (selector: string, value: unknown, options: unknown) => (doc: unknown) => boolean;
@@ -70,7 +71,47 @@ function isTimestamp(v: unknown): boolean {
   return typeof v === 'object' && v !== null && (v as { _bsontype?: string })._bsontype === 'Timestamp';
 }
 
-/** mingo's comparison operators, but those against a Timestamp, which compare in mongod's order. */
+/**
+ * `$in`/`$nin` through a lookup built once per query, as mongod's InMatchExpression keeps its values
+ * sorted. mingo's own hashes the whole list again for every document tested (a `deleteMany` of 500
+ * `_id`s cost O(n²)) and takes embedded documents with their fields in another order for equal,
+ * which mongod's comparison does not. Values are bucketed by their canonical key (equal when
+ * mongod's comparison says equal, keys.ts) and a candidate is confirmed by that comparison; a
+ * regular expression matches strings. Lists holding `undefined` or an undecoded BSON regular
+ * expression keep mingo's operator.
+ */
+function lookupOperator(negate: boolean, mingo: QueryOperator): QueryOperator {
+  return (selector, value, options) => {
+    if (!Array.isArray(value) || value.some((v) => v === undefined || (v as { _bsontype?: string })?._bsontype === 'BSONRegExp')) {
+      return mingo(selector, value, options);
+    }
+    const patterns = value.filter(isRegExp);
+    const buckets = new Map<string, unknown[]>();
+    for (const v of value) {
+      if (isRegExp(v)) continue;
+      const key = canonicalKey(v);
+      const bucket = buckets.get(key);
+      if (bucket) bucket.push(v);
+      else buckets.set(key, [v]);
+    }
+    const hasNull = value.some((v) => v === null);
+    const matchesOne = (candidate: unknown) =>
+      buckets.get(canonicalKey(candidate))?.some((v) => typeRank(v) === typeRank(candidate) && compareValues(v, candidate) === 0) ===
+        true ||
+      (typeof candidate === 'string' && patterns.some((pattern) => pattern.test(candidate)));
+    const among = (a: unknown): boolean => {
+      if (isNil(a)) return hasNull;
+      // An array matches as a whole or by any element, as in the collated `among` above.
+      return matchesOne(a) || (Array.isArray(a) && a.some(matchesOne));
+    };
+    return operator((a) => among(a) !== negate)(selector, value, options);
+  };
+}
+
+/**
+ * mingo's comparison operators, but those against a Timestamp, which compare in mongod's order,
+ * and `$in`/`$nin`, which look their values up.
+ */
 function simpleOperators(): Record<string, QueryOperator> {
   const canonical = orderedOperators(compareValues);
   const mingo = queryOperators as unknown as Record<string, QueryOperator>;
@@ -78,6 +119,8 @@ function simpleOperators(): Record<string, QueryOperator> {
   for (const name of Object.keys(canonical) as (keyof typeof canonical)[]) {
     operators[name] = (selector, value, options) => (isTimestamp(value) ? canonical[name] : mingo[name]!)(selector, value, options);
   }
+  operators.$in = lookupOperator(false, mingo.$in!);
+  operators.$nin = lookupOperator(true, mingo.$nin!);
   return operators;
 }
 

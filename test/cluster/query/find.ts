@@ -215,7 +215,11 @@ export function matchDocuments(collection: Collection | undefined, spec: MatchSp
     };
   }
 
-  const query = filter ? compileFilter(filter, spec.collation, { variables: spec.variables, scriptEnabled: false }) : undefined;
+  // A filter on `_id` alone that the `_id` index answers point by point leaves nothing to test (mongod's
+  // exact index bounds): compiling it cost more than the lookup (an upsert by `_id`: ~0.5 ms).
+  const answeredByIndex = (point !== undefined || points !== undefined) && Object.keys(filter!).length === 1;
+  const query =
+    filter && !answeredByIndex ? compileFilter(filter, spec.collation, { variables: spec.variables, scriptEnabled: false }) : undefined;
   const matches = (m: Match): boolean => {
     if (!query) return true;
     m.doc ??= BSON.deserialize(m.entry.raw, promoted);

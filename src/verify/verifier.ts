@@ -34,7 +34,7 @@ import { Timestamp } from 'bson';
 import type { MongoClient } from 'mongodb';
 import { ChangeStreamReader } from '../cluster/change-stream.js';
 import { connect } from '../cluster/connect.js';
-import { isTransient } from '../cluster/errors.js';
+import { isNamespaceNotFound, isTransient } from '../cluster/errors.js';
 import { sameResumeToken } from '../cluster/resume-token.js';
 import { RETRY_POLICY, retryDelay } from '../cluster/retry.js';
 import { redactUris } from '../domain/credentials.js';
@@ -48,10 +48,10 @@ import { unpackValue } from '../meta/store.js';
 import type { PhaseOutcome, PhaseStatus, SyncContext, VerificationPhase } from '../phase/contract.js';
 import { PLANNING_CHUNK, PLANNING_PARALLELISM } from '../config/settings.js';
 import type { PlannedPartition } from '../meta/partitions.js';
-import { planCollectionCopy } from '../plan/copy-plan.js';
+import { planCollectionCopy, type CollectionCopyPlan } from '../plan/copy-plan.js';
 import { replyBufferBytes } from '../cluster/wire-reads.js';
 import { forEachBounded } from '../plan/for-each-bounded.js';
-import { readCollectionStats } from '../plan/partitions.js';
+import { readCollectionStats, type CollectionStats } from '../plan/partitions.js';
 import { selectorFor, type NamespaceSelector } from '../plan/namespaces.js';
 import {
   checkNamespace,
@@ -93,6 +93,20 @@ interface CommitView {
   completed: boolean;
   commitPoint?: Timestamp;
 }
+
+/**
+ * Statistics or a plan of a collection read after it was listed, or `gone` when it was dropped or
+ * renamed meanwhile (NamespaceNotFound): its DDL event, which the verifier follows, plans it again.
+ */
+async function unlessGone<T>(read: Promise<T>, gone: T): Promise<T> {
+  return read.catch((error: unknown) => {
+    if (isNamespaceNotFound(error)) return gone;
+    throw error;
+  });
+}
+
+const NO_RANGES: CollectionCopyPlan = { stats: { count: 0, size: 0 }, partitions: [] };
+const NO_DOCUMENTS: CollectionStats = { count: 0, size: 0 };
 
 /** The position "now" of a cluster's change stream: where a stream opened now starts. */
 async function streamStart(client: MongoClient, context: SyncContext): Promise<StreamPoint> {
@@ -406,9 +420,9 @@ export class Verifier implements VerificationPhase {
       this.#checkpointLoop(),
       this.#recheckLoop(clients),
       (async () => {
-        if (!record.planned) await this.#plan();
+        if (!record.planned) await this.#plan(clients);
         await this.#scanRanges();
-        await this.#ddlLoop();
+        await this.#ddlLoop(clients.source);
       })(),
     ];
     try {
@@ -497,8 +511,11 @@ export class Verifier implements VerificationPhase {
     return this.#commit.completed ? 'final' : 'temporary';
   }
 
-  /** Cuts every verified collection into ranges and checks every namespace's definition. */
-  async #plan(): Promise<void> {
+  /**
+   * Cuts every verified collection into ranges and checks every namespace's definition. Statistics
+   * and samples are read through the verifier's own `clients`.
+   */
+  async #plan(clients: Record<Side, MongoClient>): Promise<void> {
     const { source, destination, settings, logger } = this.#context;
     const [onSource, onDestination] = await Promise.all([
       selectedNamespaces(source.client, this.#selector),
@@ -515,11 +532,13 @@ export class Verifier implements VerificationPhase {
       const plans: { ns: Namespace; partitions: PlannedPartition[] }[] = [];
       await forEachBounded(collections.slice(at, at + PLANNING_CHUNK), PLANNING_PARALLELISM, async ([name, entry]) => {
         this.#checkStopping();
-        const plan = await planCollectionCopy(source.client.db(entry.db).collection(entry.coll), entry.options, settings.partitionBytes);
+        const collection = clients.source.db(entry.db).collection(entry.coll);
+        const plan = await unlessGone(planCollectionCopy(collection, entry.options, settings.partitionBytes), NO_RANGES);
         plans.push({ ns: entry, partitions: plan.partitions });
         estimated.source += plan.stats.count;
         if (onDestination.get(name)?.type === 'collection') {
-          estimated.destination += (await readCollectionStats(destination.client.db(entry.db).collection(entry.coll))).count;
+          const stats = await unlessGone(readCollectionStats(clients.destination.db(entry.db).collection(entry.coll)), NO_DOCUMENTS);
+          estimated.destination += stats.count;
         }
       });
       await this.#partitions.addPlans(plans);
@@ -841,8 +860,11 @@ export class Verifier implements VerificationPhase {
     }
   }
 
-  /** Handles DDL events once change events through them are applied: definitions checked, namespaces scanned again. */
-  async #ddlLoop(): Promise<void> {
+  /**
+   * Handles DDL events once change events through them are applied: definitions checked, namespaces
+   * scanned again (planned through the verifier's own `source` client).
+   */
+  async #ddlLoop(source: MongoClient): Promise<void> {
     while (!this.#ending) {
       const ddl = this.#ddl[0];
       if (ddl === undefined) {
@@ -860,7 +882,7 @@ export class Verifier implements VerificationPhase {
       try {
         names = await this.#namespacesOf(ddl);
         for (const ns of names) {
-          if (ddl.rescan) await this.#replan(ns);
+          if (ddl.rescan) await this.#replan(ns, source);
           await this.#checkCatalog(ns);
         }
       } finally {
@@ -885,7 +907,7 @@ export class Verifier implements VerificationPhase {
   }
 
   /** Plans a namespace's ranges again (it was created, dropped or renamed): it is scanned again. */
-  async #replan(ns: Namespace): Promise<void> {
+  async #replan(ns: Namespace, client: MongoClient): Promise<void> {
     const { source, settings, logger } = this.#context;
     const entry = (
       await selectedNamespaces(source.client, {
@@ -893,10 +915,13 @@ export class Verifier implements VerificationPhase {
         selects: (db, coll) => db === ns.db && coll === ns.coll,
       })
     ).get(namespaceOf(ns));
-    if (entry === undefined || entry.type !== 'collection') {
+    const plan =
+      entry?.type === 'collection'
+        ? await unlessGone(planCollectionCopy(client.db(ns.db).collection(ns.coll), entry.options, settings.partitionBytes), undefined)
+        : undefined;
+    if (plan === undefined) {
       await this.#partitions.forget(ns);
     } else {
-      const plan = await planCollectionCopy(source.client.db(ns.db).collection(ns.coll), entry.options, settings.partitionBytes);
       await this.#partitions.writePlan(ns, plan.partitions);
       await this.#state.reopenInitialHashing();
     }

@@ -8,7 +8,8 @@
  * `GET /api/v1/verification`; an untouched sync reports clean after its final pass. A SIGKILL
  * during the initial scan and during stream hashing: the restarted verifier continues (finished
  * ranges are not compared again) and still finds a corruption planted before the kill. An attempt
- * that fails on an error is taken up again from its records.
+ * that fails on an error is taken up again from its records; a collection dropped while it is
+ * planned is no error.
  */
 import { after, before, beforeEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -434,6 +435,39 @@ describe('embedded verifier', () => {
       const ready = await ferry.waitForProgress((p) => p.canCommit === true, 60_000);
       assert.equal(ready.verification.source.phase, 'stream hashing');
       assert.ok(!ready.warnings.some((w: string) => w.startsWith('Verification stopped on an error')), JSON.stringify(ready.warnings));
+    } finally {
+      await admin.command({ configureFailPoint: 'failCommand', mode: 'off' }).catch(() => undefined);
+      assert.equal(await ferry.stop(), 0);
+    }
+  });
+
+  it('a collection dropped while it is being planned is no error: the drop is followed, the rest verified', async (t) => {
+    if (!pair.local) return t.skip('delays a read with a fail point (test clusters only)');
+    const db = `verify_gone_${RUN}`;
+    await seed(db, ['docs', 'gone'], 100);
+    const admin = source.db('admin');
+    // The verifier's statistics read of `gone` waits 2 s, and the collection is dropped meanwhile.
+    const { count } = await admin.command({
+      configureFailPoint: 'failCommand',
+      mode: { times: 1 },
+      data: { failCommands: ['aggregate'], blockConnection: true, blockTimeMS: 2000, appName: 'ferry-verify', namespace: `${db}.gone` },
+    });
+    const ferry = await startFerry(ferryArgs(`verify-gone-${RUN}`));
+    try {
+      assert.equal((await ferry.post('start', startBody(db))).status, 200);
+      await admin.command({ waitForFailPoint: 'failCommand', timesEntered: Number(count) + 1, maxTimeMS: 60_000 });
+      await coll(source, db, 'gone').drop();
+      const ready = await ferry.waitForProgress((p) => p.canCommit === true, 60_000);
+      assert.deepEqual(ready.warnings, []);
+      await coll(destination, db, 'docs').deleteOne({ _id: 9 });
+      const report = await ferry.waitForVerification((r) => r.mismatchCount >= 1, 60_000);
+      assert.deepEqual(keysOf(report, db), ['docs|9|missing']);
+      const stopped = ferry.log().filter((line) => String(line.message).startsWith('Verification stopped'));
+      assert.deepEqual(stopped, []);
+      assert.deepEqual(
+        (await destination.db(db).listCollections({}, { nameOnly: true }).toArray()).map((c) => c.name),
+        ['docs'],
+      );
     } finally {
       await admin.command({ configureFailPoint: 'failCommand', mode: 'off' }).catch(() => undefined);
       assert.equal(await ferry.stop(), 0);

@@ -42,8 +42,20 @@ export function dueAtFilter(applied: Timestamp | 'all' | undefined): Record<stri
 }
 
 export class RecheckStore extends InstanceCollection<RecheckDocument> {
+  /**
+   * Writes made through this object (the only writer of its instance's re-checks while its lease
+   * holds): what was read of the store is still true until this moves.
+   */
+  #changes = 0;
+  /** The last count, and `#changes` when it was read. */
+  #counted: { changes: number; count: number } | undefined;
+
   constructor(store: MetadataStore) {
     super(store, 'verificationRechecks');
+  }
+
+  get changes(): number {
+    return this.#changes;
   }
 
   #key(ns: string, id: string): RecheckDocument['_id'] {
@@ -56,6 +68,7 @@ export class RecheckStore extends InstanceCollection<RecheckDocument> {
    */
   async save(rechecks: readonly StoredRecheck[]): Promise<void> {
     if (rechecks.length === 0) return;
+    this.#changes++;
     const now = new Date();
     const operations: AnyBulkWriteOperation<RecheckDocument>[] = rechecks.map((recheck) => {
       const set: Partial<RecheckDocument> = {
@@ -104,21 +117,29 @@ export class RecheckStore extends InstanceCollection<RecheckDocument> {
 
   async remove(keys: readonly { ns: string; id: string }[]): Promise<void> {
     if (keys.length === 0) return;
+    this.#changes++;
     await this.collection.deleteMany({ _id: { $in: keys.map((key) => this.#key(key.ns, key.id)) } });
   }
 
   /** Marks stored re-checks of these documents as written on the destination after commit. */
   async markAfterCommit(keys: readonly { ns: string; id: string }[]): Promise<void> {
     if (keys.length === 0) return;
+    this.#changes++;
     await this.collection.updateMany({ _id: { $in: keys.map((key) => this.#key(key.ns, key.id)) } }, { $set: { afterCommit: true } });
   }
 
+  /** How many are stored (read again only after a write: progress asks every second). */
   async count(): Promise<number> {
-    return this.collection.countDocuments({ instance: this.instance });
+    if (this.#counted?.changes === this.#changes) return this.#counted.count;
+    const changes = this.#changes;
+    const count = await this.collection.countDocuments({ instance: this.instance });
+    this.#counted = { changes, count };
+    return count;
   }
 
   /** Removes every stored re-check; returns how many there were. */
   async clear(): Promise<number> {
+    this.#changes++;
     const result = await this.collection.deleteMany({ instance: this.instance });
     return result.deletedCount;
   }

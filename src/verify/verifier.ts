@@ -762,14 +762,24 @@ export class Verifier implements VerificationPhase {
       streamPositions: () => ({ source: this.#followers.source?.position, destination: this.#followers.destination?.position }),
     });
     const batch = settings.verification.recheckBatch;
+    /**
+     * The last read of the store that found fewer than it asked for: nothing more is due there
+     * until events through a later time are applied or more is written there (an idle sync read
+     * it every half second).
+     */
+    let storeDrained: { through: Timestamp | 'all' | undefined; changes: number } | undefined;
     while (!this.#ending) {
       // Once the commit is complete nothing more will be applied: every check is due (a document
       // changed after the commit point on the source is marked, not waited for).
       const applied = this.#commit.completed ? LAST_TIME : this.#applied;
       let due = this.#queue.due(applied, batch);
-      if (due.length < batch) {
-        // After commit every stored re-check is due, whatever its time (`all`: no time in the query).
-        const stored = await this.#rechecks.due(this.#commit.completed ? 'all' : applied, batch - due.length, this.#queue.storedInMemory());
+      // After commit every stored re-check is due, whatever its time (`all`: no time in the query).
+      const through = this.#commit.completed ? 'all' : applied;
+      const drained = storeDrained !== undefined && storeDrained.through === through && storeDrained.changes === this.#rechecks.changes;
+      if (due.length < batch && !drained) {
+        const changes = this.#rechecks.changes;
+        const stored = await this.#rechecks.due(through, batch - due.length, this.#queue.storedInMemory());
+        storeDrained = stored.length < batch - due.length ? { through, changes } : undefined;
         due = [...due, ...this.#queue.load(stored)];
       }
       if (due.length === 0) {

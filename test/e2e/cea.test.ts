@@ -14,6 +14,7 @@ import { RUN, useClusterPair, waitForMarker } from './copy-fixtures.js';
 import { EXCLUDED, playOperations, sampleOperations, seed } from './cea-workload.js';
 import { commitWhenReady, copyFinished, startFerry, type FerryProcess, type Progress } from './ferry-process.js';
 import { METADATA_DATABASE } from '../../src/domain/namespaces.js';
+import { METADATA_COLLECTIONS } from '../../src/meta/names.js';
 
 const clusters = useClusterPair();
 /** Slow, fine-grained copy, so that the workload overlaps it. */
@@ -156,6 +157,31 @@ describe('change-event application with a random workload during and after the c
       windows.push((await written()) !== first);
     }
     assert.ok(windows.includes(false), `the position was rewritten in each 4 s window: ${windows.join(', ')}`);
+  });
+
+  it("while nothing happens on the source, reads the verifier's stored re-checks when there can be more due, not every half second", async () => {
+    // The verifier's re-check loop asked the store what is due every half second and progress counted
+    // it every second (each a collection scan on a store without its index). With nothing applied and
+    // nothing written, neither has anything new to find; as above, one quiet 4 s window of three.
+    await appliedThroughNow('before-idle-recheck-reads');
+    const metadata = clusters.destination.db(METADATA_DATABASE);
+    const ns = `${METADATA_DATABASE}.${METADATA_COLLECTIONS.verificationRechecks}`;
+    await metadata.command({ profile: 2, filter: { ns } });
+    try {
+      const reads = () => metadata.collection('system.profile').countDocuments({ ns });
+      const windows: number[] = [];
+      while (windows.length < 3 && !windows.some((read) => read <= 2)) {
+        const first = await reads();
+        await new Promise((resolve) => setTimeout(resolve, 4000));
+        windows.push((await reads()) - first);
+      }
+      assert.ok(
+        windows.some((read) => read <= 2),
+        `reads of the stored re-checks in each 4 s: ${windows.join(', ')}`,
+      );
+    } finally {
+      await metadata.command({ profile: 0 });
+    }
   });
 
   it(

@@ -102,6 +102,21 @@ export function ferryLintConfig(root) {
       },
     },
     {
+      // mingo is bundled into test/cluster/mingo.ts at build time: a second, unbundled copy would
+      // load ~300 modules at every test-cluster start and not share the bundle's classes.
+      files: ['**/*.ts'],
+      ignores: ['test/cluster/mingo.ts'],
+      rules: {
+        'no-restricted-imports': [
+          'error',
+          {
+            paths: [{ name: 'mingo', message: 'Import mingo from test/cluster/mingo.ts.' }],
+            patterns: [{ group: ['mingo/*'], message: 'Import mingo from test/cluster/mingo.ts.' }],
+          },
+        ],
+      },
+    },
+    {
       // Tests build doubles of driver objects and read replies loosely. Their long strings are
       // messages (mongod's, verbatim, in the test cluster) and report lines: kept whole, so that
       // they can be searched for.

@@ -7,7 +7,7 @@
  * bypass user write blocking as mongod's internal TTL client does.
  */
 import { BSON } from 'bson';
-import { Query } from 'mingo';
+import { Query } from './mingo.js';
 import type { Instance, OpContext } from './instance.js';
 import type { Collection, DocEntry } from './storage/collection.js';
 import type { Index } from './storage/indexes.js';

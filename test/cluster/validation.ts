@@ -7,7 +7,7 @@
  * updates, so that `moderate` can skip documents that were already invalid.
  */
 import { BSON } from 'bson';
-import { Query } from 'mingo';
+import { Query } from './mingo.js';
 import { ServerError } from './errors.js';
 import type { Instance } from './instance.js';
 import type { Collection } from './storage/collection.js';

@@ -6,7 +6,7 @@
  * stream with mongod's ChangeStreamFatalError.
  */
 import { BSON } from 'bson';
-import { Aggregator, Query } from 'mingo';
+import { Aggregator, Query } from '../mingo.js';
 import { ServerError } from '../errors.js';
 import { promoted, serialize } from '../raw.js';
 

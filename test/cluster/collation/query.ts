@@ -9,15 +9,17 @@
  * Timestamps by their decimal strings (so `$lte` the largest Timestamp matched nothing below it),
  * mongod as unsigned (seconds, increment) pairs (its Timestamp's `operator<`, bson-order.ts).
  */
-import { Query as QueryBase } from 'mingo/query';
-import { Context } from 'mingo';
-import * as accumulatorOperators from 'mingo/operators/accumulator';
-import * as expressionOperators from 'mingo/operators/expression';
-import * as pipelineOperators from 'mingo/operators/pipeline';
-import * as projectionOperators from 'mingo/operators/projection';
-import * as queryOperators from 'mingo/operators/query';
-import * as windowOperators from 'mingo/operators/window';
-import { resolve } from 'mingo/util';
+import {
+  accumulatorOperators,
+  Context,
+  expressionOperators,
+  pipelineOperators,
+  projectionOperators,
+  QueryBase,
+  queryOperators,
+  resolve,
+  windowOperators,
+} from '../mingo.js';
 import { compareValues, typeRank } from '../bson-order.js';
 import { canonicalKey } from '../storage/keys.js';
 import type { Collation } from './collation.js';

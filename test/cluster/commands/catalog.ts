@@ -4,7 +4,7 @@
  */
 import { EJSON } from 'bson';
 import { formatDocument } from '../bson-text.js';
-import { Query } from 'mingo';
+import { Query } from '../mingo.js';
 import { ServerError } from '../errors.js';
 import type { Instance, OpContext } from '../instance.js';
 import { type CollectionOptions, type Namespace, View } from '../storage/collection.js';

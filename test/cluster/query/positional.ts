@@ -4,7 +4,7 @@
  * predicate match (the last such predicate of an implicit AND wins). Found here by testing each
  * predicate against the document with that array narrowed to one element at a time.
  */
-import { Query } from 'mingo';
+import { Query } from '../mingo.js';
 
 type Predicate = { path: string; condition: unknown };
 

@@ -4,7 +4,7 @@
  * the positional `path.$`. Included values keep their exact bytes. Projections with aggregation
  * expressions are evaluated by mingo and re-encoded against the original document.
  */
-import { Query } from 'mingo';
+import { Query } from '../mingo.js';
 import { BSON } from 'bson';
 import { ServerError } from '../errors.js';
 import { promoted } from '../raw.js';

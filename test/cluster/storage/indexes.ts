@@ -5,7 +5,7 @@
  * order it gives a hinted scan, and — for unique indexes — a map from canonical key to document
  * that enforces uniqueness the way mongod does (E11000 with `keyPattern` and `keyValue`).
  */
-import { Query } from 'mingo';
+import { Query } from '../mingo.js';
 import { ServerError } from '../errors.js';
 import sortedBtree from 'sorted-btree';
 import { Collation, comparatorOf } from '../collation/collation.js';

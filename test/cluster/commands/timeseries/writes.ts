@@ -11,7 +11,7 @@
  * None of them runs in a multi-document transaction.
  */
 import { BSON, ObjectId } from 'bson';
-import { Query } from 'mingo';
+import { Query } from '../../mingo.js';
 import { ServerError } from '../../errors.js';
 import type { Instance, OpContext } from '../../instance.js';
 import type { Collection, View } from '../../storage/collection.js';

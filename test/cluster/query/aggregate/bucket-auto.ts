@@ -5,7 +5,7 @@
  * the next bucket's `min` (the last bucket's own maximum). Boundary values keep their exact BSON
  * types (Ferry partitions by `_id` with it). `granularity` is left to mingo.
  */
-import { Aggregator } from 'mingo';
+import { Aggregator } from '../../mingo.js';
 import { Int32 } from 'bson';
 import { ServerError } from '../../errors.js';
 import { compareValues } from '../../bson-order.js';

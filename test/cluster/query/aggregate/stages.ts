@@ -4,8 +4,7 @@
  * `$project`/`$unset` when they only include or exclude fields. Everything else is mingo's
  * (`perDocument` for stages that map one document to at most one, `blocking` for the rest).
  */
-import { Aggregator } from 'mingo';
-import type { CollationSpec } from 'mingo/types';
+import { Aggregator, type CollationSpec } from '../../mingo.js';
 import { type Collation, comparatorOf } from '../../collation/collation.js';
 import { compileFilter } from '../../collation/query.js';
 import { Long } from 'bson';

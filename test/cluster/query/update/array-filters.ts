@@ -2,7 +2,7 @@
  * `arrayFilters` of an update: one filter per identifier, each deciding which array elements a
  * `$[<identifier>]` path component selects. Parsed and checked as mongod does.
  */
-import { Query } from 'mingo';
+import { Query } from '../../mingo.js';
 import { ServerError } from '../../errors.js';
 import { type Slot, promotedOf } from './tree.js';
 

@@ -3,7 +3,7 @@
  * argument, what it does to an existing value and what value it gives a missing field, with
  * mongod's no-op rules and error messages. `$rename` spans two paths and lives in apply.ts.
  */
-import { Query } from 'mingo';
+import { Query } from '../../mingo.js';
 import { Int32, Timestamp } from 'bson';
 import { ServerError } from '../../errors.js';
 import { compareValues } from '../../bson-order.js';

@@ -4,7 +4,7 @@
  * their bytes), `_id` rules are those of a replacement, and the change is described by the delta
  * mongod would log.
  */
-import { Aggregator } from 'mingo';
+import { Aggregator } from '../../mingo.js';
 import { BSON } from 'bson';
 import { ServerError } from '../../errors.js';
 import { promoted } from '../../raw.js';

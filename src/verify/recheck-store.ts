@@ -44,7 +44,8 @@ export function dueAtFilter(applied: Timestamp | 'all' | undefined): Record<stri
 export class RecheckStore extends InstanceCollection<RecheckDocument> {
   /**
    * Writes made through this object (the only writer of its instance's re-checks while its lease
-   * holds): what was read of the store is still true until this moves.
+   * holds), counted once each has landed or failed: what was read of the store before is still
+   * true until this moves.
    */
   #changes = 0;
   /** The last count, and `#changes` when it was read. */
@@ -58,6 +59,14 @@ export class RecheckStore extends InstanceCollection<RecheckDocument> {
     return this.#changes;
   }
 
+  async #write<T>(write: Promise<T>): Promise<T> {
+    try {
+      return await write;
+    } finally {
+      this.#changes++;
+    }
+  }
+
   #key(ns: string, id: string): RecheckDocument['_id'] {
     return { instance: this.instance, ns, id };
   }
@@ -68,7 +77,6 @@ export class RecheckStore extends InstanceCollection<RecheckDocument> {
    */
   async save(rechecks: readonly StoredRecheck[]): Promise<void> {
     if (rechecks.length === 0) return;
-    this.#changes++;
     const now = new Date();
     const operations: AnyBulkWriteOperation<RecheckDocument>[] = rechecks.map((recheck) => {
       const set: Partial<RecheckDocument> = {
@@ -85,7 +93,7 @@ export class RecheckStore extends InstanceCollection<RecheckDocument> {
       if (recheck.dueAt !== undefined) update.$max = { dueAt: recheck.dueAt };
       return { updateOne: { filter: { _id: this.#key(recheck.ns, recheck.id) }, update, upsert: true } };
     });
-    await this.collection.bulkWrite(operations, { ordered: false });
+    await this.#write(this.collection.bulkWrite(operations, { ordered: false }));
   }
 
   /**
@@ -117,15 +125,15 @@ export class RecheckStore extends InstanceCollection<RecheckDocument> {
 
   async remove(keys: readonly { ns: string; id: string }[]): Promise<void> {
     if (keys.length === 0) return;
-    this.#changes++;
-    await this.collection.deleteMany({ _id: { $in: keys.map((key) => this.#key(key.ns, key.id)) } });
+    await this.#write(this.collection.deleteMany({ _id: { $in: keys.map((key) => this.#key(key.ns, key.id)) } }));
   }
 
   /** Marks stored re-checks of these documents as written on the destination after commit. */
   async markAfterCommit(keys: readonly { ns: string; id: string }[]): Promise<void> {
     if (keys.length === 0) return;
-    this.#changes++;
-    await this.collection.updateMany({ _id: { $in: keys.map((key) => this.#key(key.ns, key.id)) } }, { $set: { afterCommit: true } });
+    await this.#write(
+      this.collection.updateMany({ _id: { $in: keys.map((key) => this.#key(key.ns, key.id)) } }, { $set: { afterCommit: true } }),
+    );
   }
 
   /** How many are stored (read again only after a write: progress asks every second). */
@@ -139,8 +147,7 @@ export class RecheckStore extends InstanceCollection<RecheckDocument> {
 
   /** Removes every stored re-check; returns how many there were. */
   async clear(): Promise<number> {
-    this.#changes++;
-    const result = await this.collection.deleteMany({ instance: this.instance });
+    const result = await this.#write(this.collection.deleteMany({ instance: this.instance }));
     return result.deletedCount;
   }
 }

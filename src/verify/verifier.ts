@@ -79,6 +79,14 @@ const WARNED_MISMATCHES = 5;
 /** Namespaces whose definition differences are checked again at a time (catalog-rechecks.ts). */
 const CATALOG_RECHECK_BATCH = 100;
 
+/**
+ * How often at most a stream's position is recorded. The destination's moves every second with
+ * Ferry's own metadata writes (a stream's resume token follows the cluster's time), and recording
+ * it was such a write: one a second for the life of an idle sync, which may wait days for its
+ * commit. A position recorded later only makes the re-read after a restart longer.
+ */
+const STREAM_RECORD_INTERVAL_MS = 10_000;
+
 /** Later than any cluster time. */
 const LAST_TIME = new Timestamp({ t: 0xffffffff, i: 0xffffffff });
 
@@ -139,6 +147,8 @@ export class Verifier implements VerificationPhase {
    */
   #planReads: { waiting: Set<string>; mismatched: Set<string> } | undefined;
   #record: VerificationDocument | undefined;
+  /** When each stream's position was last recorded (ms since the epoch). */
+  readonly #streamsRecordedAt: Record<Side, number> = { source: 0, destination: 0 };
   #syncPhase: SyncPhase;
   #stopping = false;
   /** The current attempt is over (a part of it failed, or it finished): its loops end. */
@@ -957,15 +967,18 @@ export class Verifier implements VerificationPhase {
       await this.#refreshFigures();
       if (this.#record?.completedAt !== undefined) return;
     }
-    await this.#saveStreams();
+    await this.#saveStreams(true);
   }
 
-  async #saveStreams(): Promise<void> {
+  /** Records each stream's savable position, every `STREAM_RECORD_INTERVAL_MS` at most unless `now`. */
+  async #saveStreams(now = false): Promise<void> {
     for (const side of ['source', 'destination'] as const) {
+      if (!now && Date.now() - this.#streamsRecordedAt[side] < STREAM_RECORD_INTERVAL_MS) continue;
       const point = this.#queue.savablePoint(side);
       // An idle stream's replies repeat their token: each would be a write of the recorded one.
       if (point === undefined || sameResumeToken(point.resumeToken, this.#record?.[side]?.resumeToken)) continue;
       await this.#state.saveStream(side, point);
+      this.#streamsRecordedAt[side] = Date.now();
       if (this.#record !== undefined) this.#record[side] = point;
     }
   }

@@ -159,29 +159,50 @@ describe('change-event application with a random workload during and after the c
     assert.ok(windows.includes(false), `the position was rewritten in each 4 s window: ${windows.join(', ')}`);
   });
 
-  it("while nothing happens on the source, reads the verifier's stored re-checks when there can be more due, not every half second", async () => {
-    // The verifier's re-check loop asked the store what is due every half second and progress counted
-    // it every second (each a collection scan on a store without its index). With nothing applied and
-    // nothing written, neither has anything new to find; as above, one quiet 4 s window of three.
-    await appliedThroughNow('before-idle-recheck-reads');
+  /**
+   * Operations on a metadata collection of the destination (`ops` as the profiler names them) in 4 s
+   * windows, until one has at most `bound` (three windows at most: the verifier may still be busy
+   * with the last workload). Read through the destination's profiler.
+   */
+  async function quietWindows(collection: string, ops: string[], bound: number): Promise<number[]> {
     const metadata = clusters.destination.db(METADATA_DATABASE);
-    const ns = `${METADATA_DATABASE}.${METADATA_COLLECTIONS.verificationRechecks}`;
-    await metadata.command({ profile: 2, filter: { ns } });
+    const ns = `${METADATA_DATABASE}.${collection}`;
+    const filter = { ns, op: { $in: ops } };
+    await metadata.command({ profile: 2, filter });
     try {
-      const reads = () => metadata.collection('system.profile').countDocuments({ ns });
+      const seen = () => metadata.collection('system.profile').countDocuments(filter);
       const windows: number[] = [];
-      while (windows.length < 3 && !windows.some((read) => read <= 2)) {
-        const first = await reads();
+      while (windows.length < 3 && !windows.some((count) => count <= bound)) {
+        const first = await seen();
         await new Promise((resolve) => setTimeout(resolve, 4000));
-        windows.push((await reads()) - first);
+        windows.push((await seen()) - first);
       }
-      assert.ok(
-        windows.some((read) => read <= 2),
-        `reads of the stored re-checks in each 4 s: ${windows.join(', ')}`,
-      );
+      return windows;
     } finally {
       await metadata.command({ profile: 0 });
     }
+  }
+
+  it("while nothing happens on the source, reads the verifier's stored re-checks when there can be more due, not every half second", async () => {
+    // The verifier's re-check loop asked the store what is due every half second and progress counted
+    // it every second. With nothing applied and nothing written, neither has anything new to find.
+    await appliedThroughNow('before-idle-recheck-reads');
+    const windows = await quietWindows(METADATA_COLLECTIONS.verificationRechecks, ['query', 'command'], 2);
+    assert.ok(
+      windows.some((count) => count <= 2),
+      `reads of the stored re-checks in each 4 s: ${windows.join(', ')}`,
+    );
+  });
+
+  it("while nothing happens on the source, records the verifier's stream positions every 10 s at most, not every second", async () => {
+    // The destination's stream position moves with Ferry's own metadata writes, and recording it was
+    // one: a write a second for the life of an idle sync. Both streams are recorded in one write each.
+    await appliedThroughNow('before-idle-verifier-positions');
+    const windows = await quietWindows(METADATA_COLLECTIONS.verification, ['update'], 2);
+    assert.ok(
+      windows.some((count) => count <= 2),
+      `updates of the verifier's record in each 4 s: ${windows.join(', ')}`,
+    );
   });
 
   it(

@@ -139,8 +139,28 @@ export abstract class InstanceCollection<T extends Document> {
   /** The instance id every document names. */
   protected readonly instance: string;
 
+  /**
+   * Writes made through `counted`, each once it has landed or failed: what was read of this
+   * instance's documents before is still true until this moves (while its lease holds, this
+   * process is their only writer).
+   */
+  #changes = 0;
+
   constructor(store: MetadataStore, name: SyncCollection) {
     this.collection = store.collection<T>(name);
     this.instance = store.instance;
+  }
+
+  get changes(): number {
+    return this.#changes;
+  }
+
+  /** Runs a write, counted in `changes` once it has landed or failed. */
+  protected async counted<R>(write: Promise<R>): Promise<R> {
+    try {
+      return await write;
+    } finally {
+      this.#changes++;
+    }
   }
 }

@@ -78,7 +78,7 @@ export class CatalogRecheckStore extends InstanceCollection<CatalogRecheckDocume
   /** Keeps what a check found for the next one (replacing what waited); nothing found: forgets the namespace. */
   async save(recheck: CatalogRecheck): Promise<void> {
     if (recheck.differences.length === 0) {
-      await this.collection.deleteOne({ _id: this.#key(recheck.ns) });
+      await this.counted(this.collection.deleteOne({ _id: this.#key(recheck.ns) }));
       return;
     }
     const doc: CatalogRecheckDocument = {
@@ -89,7 +89,7 @@ export class CatalogRecheckStore extends InstanceCollection<CatalogRecheckDocume
       updatedAt: new Date(),
     };
     if (recheck.dueAt !== undefined) doc.dueAt = recheck.dueAt;
-    await this.collection.replaceOne({ _id: doc._id }, doc, { upsert: true });
+    await this.counted(this.collection.replaceOne({ _id: doc._id }, doc, { upsert: true }));
   }
 
   /** Namespaces due once events through `applied` are applied (`all`: every one), oldest first, at most `limit`. */

@@ -42,29 +42,11 @@ export function dueAtFilter(applied: Timestamp | 'all' | undefined): Record<stri
 }
 
 export class RecheckStore extends InstanceCollection<RecheckDocument> {
-  /**
-   * Writes made through this object (the only writer of its instance's re-checks while its lease
-   * holds), counted once each has landed or failed: what was read of the store before is still
-   * true until this moves.
-   */
-  #changes = 0;
-  /** The last count, and `#changes` when it was read. */
+  /** The last count, and `changes` when it was read. */
   #counted: { changes: number; count: number } | undefined;
 
   constructor(store: MetadataStore) {
     super(store, 'verificationRechecks');
-  }
-
-  get changes(): number {
-    return this.#changes;
-  }
-
-  async #write<T>(write: Promise<T>): Promise<T> {
-    try {
-      return await write;
-    } finally {
-      this.#changes++;
-    }
   }
 
   #key(ns: string, id: string): RecheckDocument['_id'] {
@@ -93,7 +75,7 @@ export class RecheckStore extends InstanceCollection<RecheckDocument> {
       if (recheck.dueAt !== undefined) update.$max = { dueAt: recheck.dueAt };
       return { updateOne: { filter: { _id: this.#key(recheck.ns, recheck.id) }, update, upsert: true } };
     });
-    await this.#write(this.collection.bulkWrite(operations, { ordered: false }));
+    await this.counted(this.collection.bulkWrite(operations, { ordered: false }));
   }
 
   /**
@@ -125,21 +107,21 @@ export class RecheckStore extends InstanceCollection<RecheckDocument> {
 
   async remove(keys: readonly { ns: string; id: string }[]): Promise<void> {
     if (keys.length === 0) return;
-    await this.#write(this.collection.deleteMany({ _id: { $in: keys.map((key) => this.#key(key.ns, key.id)) } }));
+    await this.counted(this.collection.deleteMany({ _id: { $in: keys.map((key) => this.#key(key.ns, key.id)) } }));
   }
 
   /** Marks stored re-checks of these documents as written on the destination after commit. */
   async markAfterCommit(keys: readonly { ns: string; id: string }[]): Promise<void> {
     if (keys.length === 0) return;
-    await this.#write(
+    await this.counted(
       this.collection.updateMany({ _id: { $in: keys.map((key) => this.#key(key.ns, key.id)) } }, { $set: { afterCommit: true } }),
     );
   }
 
   /** How many are stored (read again only after a write: progress asks every second). */
   async count(): Promise<number> {
-    if (this.#counted?.changes === this.#changes) return this.#counted.count;
-    const changes = this.#changes;
+    if (this.#counted?.changes === this.changes) return this.#counted.count;
+    const changes = this.changes;
     const count = await this.collection.countDocuments({ instance: this.instance });
     this.#counted = { changes, count };
     return count;
@@ -147,7 +129,7 @@ export class RecheckStore extends InstanceCollection<RecheckDocument> {
 
   /** Removes every stored re-check; returns how many there were. */
   async clear(): Promise<number> {
-    const result = await this.#write(this.collection.deleteMany({ instance: this.instance }));
+    const result = await this.counted(this.collection.deleteMany({ instance: this.instance }));
     return result.deletedCount;
   }
 }

@@ -147,6 +147,8 @@ export class Verifier implements VerificationPhase {
    */
   #planReads: { waiting: Set<string>; mismatched: Set<string> } | undefined;
   #record: VerificationDocument | undefined;
+  /** The last read of the definitions waiting for a second check that found none due. */
+  #catalogNothingDue: { through: Timestamp | 'all' | undefined; changes: number } | undefined;
   /** When each stream's position was last recorded (ms since the epoch). */
   readonly #streamsRecordedAt: Record<Side, number> = { source: 0, destination: 0 };
   #syncPhase: SyncPhase;
@@ -661,7 +663,14 @@ export class Verifier implements VerificationPhase {
   async #recheckDefinitions(): Promise<void> {
     const commit = this.#commit;
     if (commit.applied && !commit.completed) return;
-    const due = await this.#catalogRechecks.due(commit.completed ? 'all' : this.#applied, CATALOG_RECHECK_BATCH);
+    const through = commit.completed ? 'all' : this.#applied;
+    // Nothing was due: nothing is until events through a later time are applied or more is written
+    // there (an idle sync asked twice a second).
+    const nothingDue = this.#catalogNothingDue;
+    if (nothingDue !== undefined && nothingDue.through === through && nothingDue.changes === this.#catalogRechecks.changes) return;
+    const changes = this.#catalogRechecks.changes;
+    const due = await this.#catalogRechecks.due(through, CATALOG_RECHECK_BATCH);
+    this.#catalogNothingDue = due.length === 0 ? { through, changes } : undefined;
     for (const name of due) {
       // DDL events first: a rescan they need holds canCommit back.
       if (this.#ending || this.#ddl.length > 0) return;

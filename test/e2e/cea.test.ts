@@ -194,6 +194,16 @@ describe('change-event application with a random workload during and after the c
     );
   });
 
+  it("while nothing happens on the source, reads the verifier's definitions waiting for a second check when there can be more due", async () => {
+    // Its DDL loop asked twice a second; with nothing applied and nothing written there, nothing new is due.
+    await appliedThroughNow('before-idle-catalog-reads');
+    const windows = await quietWindows(METADATA_COLLECTIONS.verificationCatalogRechecks, ['query'], 1);
+    assert.ok(
+      windows.some((count) => count <= 1),
+      `reads of the waiting definitions in each 4 s: ${windows.join(', ')}`,
+    );
+  });
+
   it("while nothing happens on the source, records the verifier's stream positions every 10 s at most, not every second", async () => {
     // The destination's stream position moves with Ferry's own metadata writes, and recording it was
     // one: a write a second for the life of an idle sync. Both streams are recorded in one write each.

@@ -242,6 +242,29 @@ export async function waitForMarker(
 }
 
 /**
+ * Operations on a metadata collection of the destination (`ops` as mongod's profiler names them)
+ * in 4 s windows, until one has at most `bound` (three windows at most: a sync may still be busy
+ * with its last work). Read through the destination's database profiler.
+ */
+export async function quietWindows(destination: MongoClient, collection: string, ops: string[], bound: number): Promise<number[]> {
+  const metadata = destination.db(METADATA_DATABASE);
+  const filter = { ns: `${METADATA_DATABASE}.${collection}`, op: { $in: ops } };
+  await metadata.command({ profile: 2, filter });
+  try {
+    const seen = () => metadata.collection('system.profile').countDocuments(filter);
+    const windows: number[] = [];
+    while (windows.length < 3 && !windows.some((count) => count <= bound)) {
+      const first = await seen();
+      await new Promise((resolve) => setTimeout(resolve, 4000));
+      windows.push((await seen()) - first);
+    }
+    return windows;
+  } finally {
+    await metadata.command({ profile: 0 });
+  }
+}
+
+/**
  * Registers the file's before/after hooks: a source/destination pair with a client on each, and
  * at the end this run's data and metadata dropped from both. The fields are set once `before` ran.
  * `options` are the test clusters' (fail points are always enabled; real deployments ignore them).

@@ -18,8 +18,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MongoClient, type Collection, type Document } from 'mongodb';
 import { METADATA_DATABASE } from '../../src/domain/namespaces.js';
+import { METADATA_COLLECTIONS } from '../../src/meta/names.js';
 import { startClusterPair, type ClusterPair } from '../helpers/clusters.js';
-import { cleanUpRun, RUN } from './copy-fixtures.js';
+import { cleanUpRun, quietWindows, RUN } from './copy-fixtures.js';
 import { emptyDestination, startFerry, type FerryProcess } from './ferry-process.js';
 
 let pair: ClusterPair;
@@ -470,6 +471,24 @@ describe('embedded verifier', () => {
       );
     } finally {
       await admin.command({ configureFailPoint: 'failCommand', mode: 'off' }).catch(() => undefined);
+      assert.equal(await ferry.stop(), 0);
+    }
+  });
+
+  it('while idle, asks for the definitions waiting for a second check only when there can be some due, not twice a second', async () => {
+    const db = `verify_idle_${RUN}`;
+    await seed(db, ['docs'], 50);
+    const ferry = await startFerry(ferryArgs(`verify-idle-${RUN}`));
+    try {
+      assert.equal((await ferry.post('start', startBody(db))).status, 200);
+      await ferry.waitForProgress((p) => p.canCommit === true, 60_000);
+      // Its DDL loop asked twice a second; with nothing waiting, nothing applied and nothing written there, nothing new is due.
+      const windows = await quietWindows(destination, METADATA_COLLECTIONS.verificationCatalogRechecks, ['query'], 1);
+      assert.ok(
+        windows.some((count) => count <= 1),
+        `reads of the waiting definitions in each 4 s: ${windows.join(', ')}`,
+      );
+    } finally {
       assert.equal(await ferry.stop(), 0);
     }
   });

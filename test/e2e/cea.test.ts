@@ -10,11 +10,10 @@
 import { before, after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Document } from 'bson';
-import { quietWindows, RUN, useClusterPair, waitForMarker } from './copy-fixtures.js';
+import { RUN, useClusterPair, waitForMarker } from './copy-fixtures.js';
 import { EXCLUDED, playOperations, sampleOperations, seed } from './cea-workload.js';
 import { commitWhenReady, copyFinished, startFerry, type FerryProcess, type Progress } from './ferry-process.js';
 import { METADATA_DATABASE } from '../../src/domain/namespaces.js';
-import { METADATA_COLLECTIONS } from '../../src/meta/names.js';
 
 const clusters = useClusterPair();
 /** Slow, fine-grained copy, so that the workload overlaps it. */
@@ -157,28 +156,6 @@ describe('change-event application with a random workload during and after the c
       windows.push((await written()) !== first);
     }
     assert.ok(windows.includes(false), `the position was rewritten in each 4 s window: ${windows.join(', ')}`);
-  });
-
-  it("while nothing happens on the source, reads the verifier's stored re-checks when there can be more due, not every half second", async () => {
-    // The verifier's re-check loop asked the store what is due every half second and progress counted
-    // it every second. With nothing applied and nothing written, neither has anything new to find.
-    await appliedThroughNow('before-idle-recheck-reads');
-    const windows = await quietWindows(clusters.destination, METADATA_COLLECTIONS.verificationRechecks, ['query', 'command'], 2);
-    assert.ok(
-      windows.some((count) => count <= 2),
-      `reads of the stored re-checks in each 4 s: ${windows.join(', ')}`,
-    );
-  });
-
-  it("while nothing happens on the source, records the verifier's stream positions every 10 s at most, not every second", async () => {
-    // The destination's stream position moves with Ferry's own metadata writes, and recording it was
-    // one: a write a second for the life of an idle sync. Both streams are recorded in one write each.
-    await appliedThroughNow('before-idle-verifier-positions');
-    const windows = await quietWindows(clusters.destination, METADATA_COLLECTIONS.verification, ['update'], 2);
-    assert.ok(
-      windows.some((count) => count <= 2),
-      `updates of the verifier's record in each 4 s: ${windows.join(', ')}`,
-    );
   });
 
   it(

@@ -475,18 +475,32 @@ describe('embedded verifier', () => {
     }
   });
 
-  it('while idle, asks for the definitions waiting for a second check only when there can be some due, not twice a second', async () => {
+  it('while idle, reads and writes its records only when something moved: not every second, as it did', async () => {
     const db = `verify_idle_${RUN}`;
     await seed(db, ['docs'], 50);
     const ferry = await startFerry(ferryArgs(`verify-idle-${RUN}`));
     try {
       assert.equal((await ferry.post('start', startBody(db))).status, 200);
       await ferry.waitForProgress((p) => p.canCommit === true, 60_000);
-      // Its DDL loop asked twice a second; with nothing waiting, nothing applied and nothing written there, nothing new is due.
-      const windows = await quietWindows(destination, METADATA_COLLECTIONS.verificationCatalogRechecks, ['query'], 1);
+      // With nothing waiting, nothing applied and nothing written, nothing new is due: its DDL loop
+      // asked for waiting definitions twice a second (7-8 reads in 4 s), its re-check loop for stored
+      // re-checks twice a second and progress counted them every second (12-14).
+      const definitions = await quietWindows(destination, METADATA_COLLECTIONS.verificationCatalogRechecks, ['query'], 1);
       assert.ok(
-        windows.some((count) => count <= 1),
-        `reads of the waiting definitions in each 4 s: ${windows.join(', ')}`,
+        definitions.some((count) => count <= 1),
+        `reads of the waiting definitions in each 4 s: ${definitions.join(', ')}`,
+      );
+      const rechecks = await quietWindows(destination, METADATA_COLLECTIONS.verificationRechecks, ['query', 'command'], 2);
+      assert.ok(
+        rechecks.some((count) => count <= 2),
+        `reads of the stored re-checks in each 4 s: ${rechecks.join(', ')}`,
+      );
+      // The destination stream's position moves with Ferry's own metadata writes, and recording it was
+      // one: a write a second (4-6 in 4 s). Both streams are recorded every 10 s at most.
+      const positions = await quietWindows(destination, METADATA_COLLECTIONS.verification, ['update'], 2);
+      assert.ok(
+        positions.some((count) => count <= 2),
+        `updates of the verifier's record in each 4 s: ${positions.join(', ')}`,
       );
     } finally {
       assert.equal(await ferry.stop(), 0);

@@ -123,7 +123,7 @@ export class MetadataStore {
 }
 
 /** The metadata collections with many documents per instance, and the key each is read by. */
-export const METADATA_INDEXES: readonly (readonly [SyncCollection, Record<string, 1>])[] = [
+const METADATA_INDEXES: readonly (readonly [SyncCollection, Record<string, 1>])[] = [
   ['namespaces', { instance: 1 }],
   ['partitions', { instance: 1 }],
   ['tombstones', { instance: 1 }],

@@ -371,13 +371,14 @@ function encodeInto(pieces: Piece[], obj: Record<string, unknown> | unknown[]): 
  * Encodes a reply document. `RawDoc`/`RawDocArray` values anywhere in plain objects or arrays are
  * embedded byte for byte; everything else is serialized normally. The reply is one allocation, and
  * a cursor batch's documents are copied straight into it (as mongod copies stored records into a
- * reply), with no buffer per document.
+ * reply), with no buffer per document. `allocate` gives the reply's buffer (server.ts passes kept
+ * ones for large replies: reply-buffers.ts).
  */
-export function encodeDocument(obj: Record<string, unknown>): Buffer {
+export function encodeDocument(obj: Record<string, unknown>, allocate: (size: number) => Buffer = Buffer.allocUnsafe): Buffer {
   if (!containsRaw(obj)) return serialize(obj);
   const pieces: Piece[] = [];
   const size = encodeInto(pieces, obj);
-  const out = Buffer.allocUnsafe(size);
+  const out = allocate(size);
   let at = 0;
   for (const piece of pieces) {
     if ('docs' in piece) {

@@ -11,6 +11,7 @@ import { dispatch } from './commands/dispatch.js';
 import type { ConnectionInfo } from './commands/registry.js';
 import { MAX_MESSAGE_SIZE_BYTES } from './commands/handshake.js';
 import { encodeDocument } from './raw.js';
+import { KEPT_REPLY_MIN_BYTES, ReplyBuffers } from './reply-buffers.js';
 import { MsgFlag, decodeBody, encodeLegacyReply, encodeMsgReply, opensHelloStream, parseMessage, streamHelloReplies } from './wire.js';
 import { installValidation } from './validation.js';
 import { startTtlMonitor } from './ttl.js';
@@ -37,6 +38,8 @@ export class ClusterServer {
   private readonly sockets = new Set<net.Socket>();
   private nextConnectionId = 1;
   private nextRequestId = 1;
+  /** Buffers of large replies, used again once written. */
+  private readonly replyBuffers = new ReplyBuffers();
 
   constructor(private readonly options: ServerOptions = {}) {
     this.instance = new Instance(options);
@@ -118,11 +121,26 @@ export class ClusterServer {
     });
   }
 
-  private write(socket: net.Socket, buffers: Buffer[]): void {
-    if (socket.destroyed) return;
+  /** Writes a reply's buffers; `written` runs once they are written (or will never be). */
+  private write(socket: net.Socket, buffers: Buffer[], written?: () => void): void {
+    if (socket.destroyed) {
+      written?.();
+      return;
+    }
     socket.cork();
-    for (const b of buffers) socket.write(b);
+    for (let i = 0; i < buffers.length - 1; i++) socket.write(buffers[i]);
+    socket.write(buffers[buffers.length - 1], written);
     socket.uncork();
+  }
+
+  /** Encodes and writes an OP_MSG reply, a large one in a kept buffer (reply-buffers.ts) given back once written. */
+  private writeMsgReply(socket: net.Socket, reply: Record<string, unknown>, requestId: number): void {
+    let kept: Buffer | undefined;
+    const body = encodeDocument(reply, (size) =>
+      size >= KEPT_REPLY_MIN_BYTES ? (kept = this.replyBuffers.take(size)) : Buffer.allocUnsafe(size),
+    );
+    const written = kept === undefined ? undefined : () => this.replyBuffers.give(kept!);
+    this.write(socket, encodeMsgReply(body, this.nextRequestId++, requestId), written);
   }
 
   private async handle(socket: net.Socket, connection: ConnectionInfo, message: Buffer): Promise<void> {
@@ -176,6 +194,6 @@ export class ClusterServer {
       );
       return;
     }
-    this.write(socket, encodeMsgReply(encodeDocument(reply), this.nextRequestId++, requestId));
+    this.writeMsgReply(socket, reply, requestId);
   }
 }

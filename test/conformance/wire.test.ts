@@ -2,7 +2,8 @@
  * Malformed wire messages over raw sockets: mongod's error replies for OP_MSG parse errors
  * (the connection keeps serving), connection close for fatal ones (oversized or undersized
  * lengths, unknown required flag bits), legacy OP_QUERY limited to the handshake, and other
- * connections unaffected throughout.
+ * connections unaffected throughout. Large cursor batches stay whole while their connection's
+ * client is slow to read and other connections are served meanwhile.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -96,6 +97,15 @@ class RawConnection {
       if (this.socket.destroyed) return undefined;
       await new Promise<void>((resolve) => (this.waiting = resolve));
     }
+  }
+
+  /** Stops reading the socket (replies wait in the kernel's buffers and then the server's). */
+  pause(): void {
+    this.socket.pause();
+  }
+
+  resume(): void {
+    this.socket.resume();
   }
 
   close(): void {
@@ -216,5 +226,28 @@ conformance('wire protocol', (target) => {
     connection.request(frame(9999, Buffer.alloc(8))).catch(() => {});
     await stillServing();
     connection.close();
+  });
+
+  test('a large batch a client is slow to read stays whole while other connections get large batches', async (t) => {
+    const slow = await open(t);
+    if (!slow) return;
+    const collection = target().db.collection<{ _id: number; pad: string }>('wire_large_batches');
+    // 2,000 documents of ~4 KB, each its own bytes: batches of ~8 MB, more than the sockets' buffers hold.
+    const documents = Array.from({ length: 2000 }, (_, i) => ({ _id: i, pad: `${i}:`.repeat(4000 / `${i}:`.length) }));
+    await collection.insertMany(documents);
+    const find = (sort: 1 | -1) =>
+      opMsg([body({ find: collection.collectionName, filter: {}, sort: { _id: sort }, batchSize: 2000, $db: target().db.databaseName })]);
+    slow.pause();
+    const slowReply = slow.request(find(1));
+    // While the slow connection's reply waits to be written, others are served large batches.
+    const others = await Promise.all(
+      [-1, 1, -1].map((sort) => collection.find({}, { sort: { _id: sort as 1 | -1 }, batchSize: 2000 }).toArray()),
+    );
+    slow.resume();
+    const reply = (await slowReply) as { cursor: { firstBatch: typeof documents } };
+    assert.deepEqual(reply.cursor.firstBatch, documents, 'the slow reply arrives as it was when it was read');
+    assert.deepEqual(others[0], [...documents].reverse());
+    assert.deepEqual(others[1], documents);
+    slow.close();
   });
 });

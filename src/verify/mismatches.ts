@@ -46,6 +46,10 @@ export function mismatchLine(mismatch: Mismatch): string {
 }
 
 export class MismatchStore extends InstanceCollection<MismatchDocument> {
+  /** The last count and page read, and the writes counted when each read began (`changes`). */
+  #count: { changes: number; count: number } | undefined;
+  #page: { changes: number; skip: number; limit: number; mismatches: Mismatch[] } | undefined;
+
   constructor(store: MetadataStore) {
     super(store, 'verificationMismatches');
   }
@@ -55,13 +59,13 @@ export class MismatchStore extends InstanceCollection<MismatchDocument> {
     const key = { instance: this.instance, ns, about: about(subject) };
     const doc: MismatchDocument = { _id: key, instance: this.instance, ns, kind, detail, foundAt: new Date() };
     if ('id' in subject) doc.id = subject.id;
-    const result = await this.collection.replaceOne({ _id: key }, doc, { upsert: true });
+    const result = await this.counted(this.collection.replaceOne({ _id: key }, doc, { upsert: true }));
     return result.upsertedCount > 0;
   }
 
   /** Forgets a difference that is gone; true when there was one. */
   async resolve(ns: string, subject: MismatchSubject): Promise<boolean> {
-    const result = await this.collection.deleteOne({ _id: { instance: this.instance, ns, about: about(subject) } });
+    const result = await this.counted(this.collection.deleteOne({ _id: { instance: this.instance, ns, about: about(subject) } }));
     return result.deletedCount > 0;
   }
 
@@ -71,7 +75,7 @@ export class MismatchStore extends InstanceCollection<MismatchDocument> {
     const keys = entries.map(({ ns, id }) => ({ instance: this.instance, ns, about: about({ id }) }));
     const known = await this.collection.find({ _id: { $in: keys } }, { projection: { ns: 1, id: 1 } }).toArray();
     if (known.length === 0) return [];
-    await this.collection.deleteMany({ _id: { $in: known.map((doc) => doc._id) } });
+    await this.counted(this.collection.deleteMany({ _id: { $in: known.map((doc) => doc._id) } }));
     return known.map((doc) => ({ ns: doc.ns, id: doc.id! }));
   }
 
@@ -83,12 +87,14 @@ export class MismatchStore extends InstanceCollection<MismatchDocument> {
 
   /** Forgets the namespace-level differences of `ns` whose subject is not in `keep`. */
   async resolveNamespaceLevel(ns: string, keep: readonly string[]): Promise<number> {
-    const result = await this.collection.deleteMany({
-      instance: this.instance,
-      ns,
-      id: { $exists: false },
-      '_id.about': { $nin: [...keep] },
-    });
+    const result = await this.counted(
+      this.collection.deleteMany({
+        instance: this.instance,
+        ns,
+        id: { $exists: false },
+        '_id.about': { $nin: [...keep] },
+      }),
+    );
     return result.deletedCount;
   }
 
@@ -103,18 +109,28 @@ export class MismatchStore extends InstanceCollection<MismatchDocument> {
     return docs.map((doc) => ({ ns: doc.ns, id: doc.id! }));
   }
 
+  /** Read again only after a write (progress asks every second; an idle verifier's answer stays the same). */
   async count(): Promise<number> {
-    return this.collection.countDocuments({ instance: this.instance });
+    const changes = this.changes;
+    if (this.#count?.changes === changes) return this.#count.count;
+    const count = await this.collection.countDocuments({ instance: this.instance });
+    this.#count = { changes, count };
+    return count;
   }
 
-  /** Differences by namespace then subject, after `skip`, at most `limit`. */
+  /** Differences by namespace then subject, after `skip`, at most `limit` (the last page read is kept until a write). */
   async list(skip: number, limit: number): Promise<Mismatch[]> {
+    const changes = this.changes;
+    const kept = this.#page;
+    if (kept?.changes === changes && kept.skip === skip && kept.limit === limit) return kept.mismatches;
     const docs = await this.collection
       .find({ instance: this.instance })
       .sort({ '_id.ns': 1, '_id.about': 1 })
       .skip(skip)
       .limit(limit)
       .toArray();
-    return docs.map((doc) => describeMismatch(doc as MismatchDocument));
+    const mismatches = docs.map((doc) => describeMismatch(doc as MismatchDocument));
+    this.#page = { changes, skip, limit, mismatches };
+    return mismatches;
   }
 }

@@ -79,6 +79,8 @@ export interface RangeSummary {
 export class VerificationPartitions extends InstanceCollection<RangeDocument> {
   /** Progress of ranges compared at once shares round trips (grouped-writes.ts). */
   readonly #grouped: GroupedWrites<RangeDocument>;
+  /** The last summary read, and the writes counted when its read began (`changes`). */
+  #summary: { changes: number; summary: RangeSummary } | undefined;
 
   constructor(store: MetadataStore) {
     super(store, 'verificationPartitions');
@@ -121,17 +123,17 @@ export class VerificationPartitions extends InstanceCollection<RangeDocument> {
         updatedAt: now,
       })),
     );
-    if (docs.length > 0) await this.collection.insertMany(docs, { ordered: false });
+    if (docs.length > 0) await this.counted(this.collection.insertMany(docs, { ordered: false }));
   }
 
   /** Removes every range of this instance (before a plan from scratch). */
   async deleteAll(): Promise<void> {
-    await this.collection.deleteMany({ instance: this.instance });
+    await this.counted(this.collection.deleteMany({ instance: this.instance }));
   }
 
   /** Removes the ranges of one collection (dropped on the source). */
   async forget(ns: Namespace): Promise<void> {
-    await this.collection.deleteMany({ instance: this.instance, db: ns.db, coll: ns.coll });
+    await this.counted(this.collection.deleteMany({ instance: this.instance, db: ns.db, coll: ns.coll }));
   }
 
   async unfinished(): Promise<RangeRow[]> {
@@ -144,8 +146,14 @@ export class VerificationPartitions extends InstanceCollection<RangeDocument> {
     return docs.map((doc) => toRow(doc as RangeDocument)).sort(byRange);
   }
 
-  /** Reads only the fields it adds up (progress asks for it often, and tables of many collections are long). */
+  /**
+   * Reads only the fields it adds up (progress asks for it often, and tables of many collections
+   * are long), and only after a write: an idle verifier asked every second for the same figures.
+   * Callers do not modify the summary (it is the one kept).
+   */
   async summary(): Promise<RangeSummary> {
+    const changes = this.changes;
+    if (this.#summary?.changes === changes) return this.#summary.summary;
     const docs = await this.collection
       .find({ instance: this.instance }, { projection: { _id: 1, status: 1, source: 1, destination: 1 }, ...TYPE_FAITHFUL_READ })
       .toArray();
@@ -170,6 +178,7 @@ export class VerificationPartitions extends InstanceCollection<RangeDocument> {
     }
     summary.collections = byNamespace.size;
     for (const scanned of byNamespace.values()) if (scanned) summary.scannedCollections++;
+    this.#summary = { changes, summary };
     return summary;
   }
 
@@ -188,15 +197,17 @@ export class VerificationPartitions extends InstanceCollection<RangeDocument> {
     };
     if (progress.after !== undefined) set.after = progress.after;
     if (progress.done) set.finishedAt = now;
-    await this.#grouped.write({ updateOne: { filter: { _id: key }, update: { $set: set } } });
+    await this.counted(this.#grouped.write({ updateOne: { filter: { _id: key }, update: { $set: set } } }));
   }
 
   /** Marks every range of a namespace done without reading it (the namespace is reported whole, e.g. missing). */
   async skipNamespace(ns: Namespace): Promise<void> {
     const now = new Date();
-    await this.collection.updateMany(
-      { instance: this.instance, db: ns.db, coll: ns.coll },
-      { $set: { status: 'done', updatedAt: now, finishedAt: now } },
+    await this.counted(
+      this.collection.updateMany(
+        { instance: this.instance, db: ns.db, coll: ns.coll },
+        { $set: { status: 'done', updatedAt: now, finishedAt: now } },
+      ),
     );
   }
 }

@@ -502,6 +502,18 @@ describe('embedded verifier', () => {
         positions.some((count) => count <= 2),
         `updates of the verifier's record in each 4 s: ${positions.join(', ')}`,
       );
+      // Its progress figures (its ranges' summary, its differences' count and first few) were read
+      // every second (4 and 8 reads in 4 s); they change only with its own writes.
+      const ranges = await quietWindows(destination, METADATA_COLLECTIONS.verificationPartitions, ['query'], 1);
+      assert.ok(
+        ranges.some((count) => count <= 1),
+        `reads of its ranges in each 4 s: ${ranges.join(', ')}`,
+      );
+      const differences = await quietWindows(destination, METADATA_COLLECTIONS.verificationMismatches, ['query', 'command'], 1);
+      assert.ok(
+        differences.some((count) => count <= 1),
+        `reads of its differences in each 4 s: ${differences.join(', ')}`,
+      );
     } finally {
       assert.equal(await ferry.stop(), 0);
     }

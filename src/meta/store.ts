@@ -163,4 +163,21 @@ export abstract class InstanceCollection<T extends Document> {
       this.#changes++;
     }
   }
+
+  /** Per slot, the last answer `keptUntilWrite` read, what it was asked (`args`), and `changes` when the read began. */
+  readonly #kept = new Map<string, { changes: number; args: string; value: unknown }>();
+
+  /**
+   * `read()`'s answer, read again only after a write counted since the last read began, or when
+   * asked with other `args` (one answer kept per slot): progress asks for the same figures every
+   * second, and an idle sync's stay the same. Callers do not modify what it returns.
+   */
+  protected async keptUntilWrite<R>(slot: string, read: () => Promise<R>, args = ''): Promise<R> {
+    const changes = this.#changes;
+    const kept = this.#kept.get(slot);
+    if (kept !== undefined && kept.changes === changes && kept.args === args) return kept.value as R;
+    const value = await read();
+    this.#kept.set(slot, { changes, args, value });
+    return value;
+  }
 }

@@ -46,10 +46,6 @@ export function mismatchLine(mismatch: Mismatch): string {
 }
 
 export class MismatchStore extends InstanceCollection<MismatchDocument> {
-  /** The last count and page read, and the writes counted when each read began (`changes`). */
-  #count: { changes: number; count: number } | undefined;
-  #page: { changes: number; skip: number; limit: number; mismatches: Mismatch[] } | undefined;
-
   constructor(store: MetadataStore) {
     super(store, 'verificationMismatches');
   }
@@ -111,26 +107,23 @@ export class MismatchStore extends InstanceCollection<MismatchDocument> {
 
   /** Read again only after a write (progress asks every second; an idle verifier's answer stays the same). */
   async count(): Promise<number> {
-    const changes = this.changes;
-    if (this.#count?.changes === changes) return this.#count.count;
-    const count = await this.collection.countDocuments({ instance: this.instance });
-    this.#count = { changes, count };
-    return count;
+    return this.keptUntilWrite('count', () => this.collection.countDocuments({ instance: this.instance }));
   }
 
   /** Differences by namespace then subject, after `skip`, at most `limit` (the last page read is kept until a write). */
   async list(skip: number, limit: number): Promise<Mismatch[]> {
-    const changes = this.changes;
-    const kept = this.#page;
-    if (kept?.changes === changes && kept.skip === skip && kept.limit === limit) return kept.mismatches;
-    const docs = await this.collection
-      .find({ instance: this.instance })
-      .sort({ '_id.ns': 1, '_id.about': 1 })
-      .skip(skip)
-      .limit(limit)
-      .toArray();
-    const mismatches = docs.map((doc) => describeMismatch(doc as MismatchDocument));
-    this.#page = { changes, skip, limit, mismatches };
-    return mismatches;
+    return this.keptUntilWrite(
+      'page',
+      async () => {
+        const docs = await this.collection
+          .find({ instance: this.instance })
+          .sort({ '_id.ns': 1, '_id.about': 1 })
+          .skip(skip)
+          .limit(limit)
+          .toArray();
+        return docs.map((doc) => describeMismatch(doc as MismatchDocument));
+      },
+      `${skip}:${limit}`,
+    );
   }
 }

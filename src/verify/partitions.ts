@@ -79,8 +79,6 @@ export interface RangeSummary {
 export class VerificationPartitions extends InstanceCollection<RangeDocument> {
   /** Progress of ranges compared at once shares round trips (grouped-writes.ts). */
   readonly #grouped: GroupedWrites<RangeDocument>;
-  /** The last summary read, and the writes counted when its read began (`changes`). */
-  #summary: { changes: number; summary: RangeSummary } | undefined;
 
   constructor(store: MetadataStore) {
     super(store, 'verificationPartitions');
@@ -152,8 +150,10 @@ export class VerificationPartitions extends InstanceCollection<RangeDocument> {
    * Callers do not modify the summary (it is the one kept).
    */
   async summary(): Promise<RangeSummary> {
-    const changes = this.changes;
-    if (this.#summary?.changes === changes) return this.#summary.summary;
+    return this.keptUntilWrite('summary', () => this.#readSummary());
+  }
+
+  async #readSummary(): Promise<RangeSummary> {
     const docs = await this.collection
       .find({ instance: this.instance }, { projection: { _id: 1, status: 1, source: 1, destination: 1 }, ...TYPE_FAITHFUL_READ })
       .toArray();
@@ -178,7 +178,6 @@ export class VerificationPartitions extends InstanceCollection<RangeDocument> {
     }
     summary.collections = byNamespace.size;
     for (const scanned of byNamespace.values()) if (scanned) summary.scannedCollections++;
-    this.#summary = { changes, summary };
     return summary;
   }
 

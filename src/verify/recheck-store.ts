@@ -42,9 +42,6 @@ export function dueAtFilter(applied: Timestamp | 'all' | undefined): Record<stri
 }
 
 export class RecheckStore extends InstanceCollection<RecheckDocument> {
-  /** The last count, and `changes` when it was read. */
-  #counted: { changes: number; count: number } | undefined;
-
   constructor(store: MetadataStore) {
     super(store, 'verificationRechecks');
   }
@@ -120,11 +117,7 @@ export class RecheckStore extends InstanceCollection<RecheckDocument> {
 
   /** How many are stored (read again only after a write: progress asks every second). */
   async count(): Promise<number> {
-    if (this.#counted?.changes === this.changes) return this.#counted.count;
-    const changes = this.changes;
-    const count = await this.collection.countDocuments({ instance: this.instance });
-    this.#counted = { changes, count };
-    return count;
+    return this.keptUntilWrite('count', () => this.collection.countDocuments({ instance: this.instance }));
   }
 
   /** Removes every stored re-check; returns how many there were. */

@@ -12,19 +12,12 @@ export const KEPT_REPLY_MIN_BYTES = 256 * 1024;
 /** Buffers are allocated in whole units of this, so that one serves replies of nearby sizes. */
 const UNIT_BYTES = 1024 * 1024;
 
-export interface ReplyBuffersOptions {
-  /** Idle buffers kept for later replies; more are left to the garbage collector. Default 3. */
-  maxIdle?: number;
-}
+/** Idle buffers kept for later replies; more are left to the garbage collector. */
+const MAX_IDLE = 3;
 
 export class ReplyBuffers {
-  readonly #maxIdle: number;
   /** Idle buffers, each whole (its own ArrayBuffer, from offset 0). */
   readonly #idle: Buffer[] = [];
-
-  constructor(options: ReplyBuffersOptions = {}) {
-    this.#maxIdle = options.maxIdle ?? 3;
-  }
 
   /** A buffer of exactly `size` bytes, to give back with `give` once nothing reads it any more. */
   take(size: number): Buffer {
@@ -40,14 +33,9 @@ export class ReplyBuffers {
   /** Takes back a buffer `take` gave (its reply is written); the smallest idle one goes when too many are kept. */
   give(taken: Buffer): void {
     this.#idle.push(Buffer.from(taken.buffer, 0, taken.buffer.byteLength));
-    if (this.#idle.length > this.#maxIdle) {
+    if (this.#idle.length > MAX_IDLE) {
       const smallest = this.#idle.reduce((at, buffer, i, all) => (buffer.length < all[at]!.length ? i : at), 0);
       this.#idle.splice(smallest, 1);
     }
-  }
-
-  /** Idle buffers kept (for tests). */
-  get idle(): number {
-    return this.#idle.length;
   }
 }

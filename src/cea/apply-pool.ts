@@ -1,16 +1,15 @@
 /**
- * The Piscina pool applying lane batches (workers/apply-batch.ts). It starts its threads with the
- * first batch: until the source changes there is nothing to apply, and a copy of an idle source
- * never pays for them (each thread loads the driver: tens of MB and a fraction of a CPU-second).
- * Applying mostly waits on the destination, so each thread runs several batches at once:
- * `threads` is the number of lanes or of CPUs, whichever is smaller, and each thread takes as
- * many concurrent tasks as it needs for every lane to have one batch in flight. Each thread keeps
- * its own source and destination clients for the pool's life (atomics disabled so that their
- * monitoring keeps running between tasks). Batch buffers are transferred to the worker, never
- * copied.
+ * The pool (a ThreadPool, src/phase/thread-pool.ts) applying lane batches (workers/apply-batch.ts).
+ * It starts its threads with the first batch: until the source changes there is nothing to apply,
+ * and a copy of an idle source never pays for them (each thread loads the driver: tens of MB and
+ * a fraction of a CPU-second). Applying mostly waits on the destination, so each thread runs
+ * several batches at once: `threads` is the number of lanes or of CPUs, whichever is smaller, and
+ * each thread takes as many concurrent tasks as it needs for every lane to have one batch in
+ * flight. Each thread keeps its own source and destination clients for the pool's life. Batch
+ * buffers are transferred to the worker, never copied.
  */
 import { availableParallelism } from 'node:os';
-import { Piscina } from 'piscina';
+import { ThreadPool } from '../phase/thread-pool.js';
 import type { ApplyOutcome, ApplyTask } from './apply-batch.js';
 
 /** The compiled worker entry point (dist/workers/apply-batch.js, from dist/src/cea/apply-pool.js). */
@@ -33,7 +32,7 @@ export interface ApplyPoolOptions extends ApplyWorkerData {
 export class ApplyPool {
   readonly #options: ApplyPoolOptions;
   /** Started with the first batch: until the source changes there is nothing to apply. */
-  #pool: Piscina<ApplyTask, ApplyOutcome> | undefined;
+  #pool: ThreadPool<ApplyTask, ApplyOutcome> | undefined;
 
   constructor(options: ApplyPoolOptions) {
     this.#options = options;
@@ -44,7 +43,7 @@ export class ApplyPool {
     return this.#pool !== undefined;
   }
 
-  #start(): Piscina<ApplyTask, ApplyOutcome> {
+  #start(): ThreadPool<ApplyTask, ApplyOutcome> {
     const options = this.#options;
     const threads = Math.max(1, Math.min(options.lanes, availableParallelism()));
     const workerData: ApplyWorkerData = {
@@ -52,13 +51,10 @@ export class ApplyPool {
       destinationUri: options.destinationUri,
       instance: options.instance,
     };
-    return new Piscina({
-      filename: APPLY_WORKER_URL.href,
-      minThreads: threads,
-      maxThreads: threads,
-      concurrentTasksPerWorker: Math.ceil(options.lanes / threads),
-      idleTimeout: 60_000,
-      atomics: 'disabled',
+    return new ThreadPool({
+      filename: APPLY_WORKER_URL,
+      threads,
+      tasksPerThread: Math.ceil(options.lanes / threads),
       workerData,
     });
   }
@@ -66,7 +62,7 @@ export class ApplyPool {
   /** Applies a batch in a worker; `task.events` is transferred (unusable here afterwards). */
   run(task: ApplyTask): Promise<ApplyOutcome> {
     this.#pool ??= this.#start();
-    return this.#pool.run(task, { transferList: [task.events.buffer as ArrayBuffer] });
+    return this.#pool.run(task, [task.events.buffer as ArrayBuffer]);
   }
 
   async destroy(): Promise<void> {

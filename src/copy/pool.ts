@@ -1,9 +1,7 @@
 /**
- * The Piscina pool of copy workers: worker threads, each running one or more partitions at once
- * (workers/copy-partition.ts) with its own driver connections kept for the pool's life. Atomics
- * are disabled so that a worker's event loop keeps running between tasks (its MongoClients
- * monitor their servers in the background). The shared counters and stop flag travel in
- * `workerData`.
+ * The pool of copy workers (a ThreadPool, src/phase/thread-pool.ts): worker threads, each running
+ * one or more partitions at once (workers/copy-partition.ts) with its own driver connections kept
+ * for the pool's life. The shared counters and stop flag travel in `workerData`.
  *
  * `--copyWorkers` says how many partitions are copied at once: the load the clusters see. The
  * threads they run in are fewer on a small machine (`copyThreads`): a thread mostly waits on the
@@ -13,7 +11,7 @@
  * thread copied bench:copy's data as fast as two, with 25% less CPU and 80 MB less memory.
  */
 import { availableParallelism } from 'node:os';
-import { Piscina } from 'piscina';
+import { ThreadPool } from '../phase/thread-pool.js';
 import type { PartitionTask } from './partition-copier.js';
 import { COUNTER_SLOTS, SharedCounters, StopFlag } from './shared-state.js';
 import type { CopyWorkerData, PartitionTaskResult } from './worker-task.js';
@@ -46,7 +44,7 @@ export class CopyPool {
   /** Partitions copied at once. */
   readonly partitions: number;
   readonly threads: number;
-  readonly #pool: Piscina<PartitionTask, PartitionTaskResult>;
+  readonly #pool: ThreadPool<PartitionTask, PartitionTaskResult>;
 
   constructor(options: CopyPoolOptions) {
     this.partitions = Math.max(1, options.partitions);
@@ -59,15 +57,12 @@ export class CopyPool {
       counters: this.counters.buffer,
       stop: this.stopFlag.buffer,
     };
-    this.#pool = new Piscina({
-      filename: COPY_WORKER_URL.href,
-      minThreads: this.threads,
-      maxThreads: this.threads,
+    this.#pool = new ThreadPool({
+      filename: COPY_WORKER_URL,
+      threads: this.threads,
       // The scheduler bounds how many run (and may raise it live, up to --copyWorkers' maximum):
       // the pool only spreads them over its threads, least busy first.
-      concurrentTasksPerWorker: Math.ceil(COUNTER_SLOTS / this.threads),
-      idleTimeout: 60_000,
-      atomics: 'disabled',
+      tasksPerThread: Math.ceil(COUNTER_SLOTS / this.threads),
       workerData,
     });
   }

@@ -1,13 +1,12 @@
 /**
- * The Piscina pool that compares ranges (compare-range.ts) in worker threads
- * (workers/verify-range.ts), so that streaming both clusters' documents never holds up the main
- * thread (which routes change events). As the copy's pool: at most one thread per core but one,
- * several ranges at once per thread (a thread mostly waits on the clusters), each thread with its
- * own clients for the pool's life (atomics disabled so that their monitoring keeps running between
- * tasks).
+ * The pool (a ThreadPool, src/phase/thread-pool.ts) that compares ranges (compare-range.ts) in
+ * worker threads (workers/verify-range.ts), so that streaming both clusters' documents never holds
+ * up the main thread (which routes change events). As the copy's pool: at most one thread per core
+ * but one, several ranges at once per thread (a thread mostly waits on the clusters), each thread
+ * with its own clients for the pool's life.
  */
 import { availableParallelism } from 'node:os';
-import { Piscina } from 'piscina';
+import { ThreadPool } from '../phase/thread-pool.js';
 import type { RangeOutcome, RangeTask } from './compare-range.js';
 
 /** The verifier's connections on both clusters (range reads and change streams): `appName` in currentOp and fail points. */
@@ -27,18 +26,15 @@ export class RangePool {
   /** Ranges compared at once. */
   readonly ranges: number;
   readonly threads: number;
-  readonly #pool: Piscina<RangeTask, RangeOutcome>;
+  readonly #pool: ThreadPool<RangeTask, RangeOutcome>;
 
   constructor(data: VerifyWorkerData, ranges: number, cores = availableParallelism()) {
     this.ranges = Math.max(1, ranges);
     this.threads = Math.max(1, Math.min(this.ranges, cores - 1));
-    this.#pool = new Piscina({
-      filename: VERIFY_WORKER_URL.href,
-      minThreads: this.threads,
-      maxThreads: this.threads,
-      concurrentTasksPerWorker: Math.ceil(this.ranges / this.threads),
-      idleTimeout: 60_000,
-      atomics: 'disabled',
+    this.#pool = new ThreadPool({
+      filename: VERIFY_WORKER_URL,
+      threads: this.threads,
+      tasksPerThread: Math.ceil(this.ranges / this.threads),
       workerData: data,
     });
   }

@@ -41,9 +41,12 @@ export function oplogSecondsRemaining(window: OplogWindow, needed: Timestamp, by
 /** The warning for an oplog running short, or undefined. */
 export function oplogWarning(seconds: number | undefined): string | undefined {
   if (seconds === undefined || seconds >= OPLOG_WARNING_SECONDS) return undefined;
+  const left = describeOplogTime(seconds);
+  // "about 20 minutes", but "less than 15 minutes" as it is.
+  const amount = left.startsWith('less than') ? left : `about ${left}`;
   return (
-    `The amount of available oplog on the source cluster is too small for Ferry to complete successfully: about ` +
-    `${describeOplogTime(seconds)} of oplog are left before the oldest change event Ferry still needs rolls off. ` +
+    `The amount of available oplog on the source cluster is too small for Ferry to complete successfully: ` +
+    `${amount} of oplog are left before the oldest change event Ferry still needs rolls off. ` +
     'Enlarge the source oplog (replSetResizeOplog) or let Ferry catch up (resume a paused sync); once it rolls off, ' +
     'the sync stops with ChangeStreamHistoryLost and must start again from the beginning.'
   );

@@ -37,5 +37,6 @@ describe('the source oplog time remaining', () => {
     assert.match(warning!, /about 20 minutes of oplog are left/);
     assert.match(warning!, /replSetResizeOplog/);
     assert.match(warning!, /ChangeStreamHistoryLost/);
+    assert.match(oplogWarning(5 * 60)!, /: less than 15 minutes of oplog are left/, 'not "about less than"');
   });
 });

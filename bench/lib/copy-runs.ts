@@ -510,9 +510,11 @@ export function measureFerryCopy(options: CopyRunOptions): Promise<CopyMeasureme
       return result;
     } finally {
       sampler.forget('ferry');
-      await ferry.stop();
-      // Its log is only worth keeping when something went wrong.
-      if (measured && options.ferryCpuProfileDir === undefined) await rm(dirname(ferry.logFile), { recursive: true, force: true });
+      const code = await ferry.stop();
+      // Its log is only worth keeping when something went wrong (a failed stop included).
+      if (measured && code === 0 && options.ferryCpuProfileDir === undefined)
+        await rm(dirname(ferry.logFile), { recursive: true, force: true });
+      else if (code !== 0) process.stderr.write(`Ferry's log is kept: ${ferry.logFile}\n`);
     }
   });
 }

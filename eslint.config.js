@@ -21,7 +21,7 @@ export const FLOORS = [
   ['bson', 'log', 'metrics'], // raw BSON; logs; histograms and counters
   ['cluster'], // the one way to a cluster: connect, commands, raw writes and reads, server errors, retries
   ['config', 'meta'], // the option table and the settings it gives; the metadata on the destination
-  ['phase'], // the contract every phase implements and the context it gets
+  ['phase'], // the contract every phase implements, the context it gets and the thread pool it runs tasks in
   ['plan', 'guard', 'coordination'], // namespaces, preflight, destination preparation, partitions, planning; the guard; several instances
   ['copy', 'cea', 'commit', 'verify', 'reverse', 'recovery'], // the phases, and finding a recorded sync at startup
   ['sync'], // the orchestrator: sequences the phases

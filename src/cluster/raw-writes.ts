@@ -12,9 +12,11 @@
  * Every reply is read the same way (`WriteReply`): the count written, each statement's write
  * error, and the write concern error. The callers decide which errors they tolerate.
  */
-import { createRequire } from 'node:module';
 import { deserialize } from 'bson';
 import { MongoBulkWriteError, type Collection, type Db, type Document } from 'mongodb';
+// The module the driver itself requires (Node's one module cache; in a bundled worker, the
+// bundle's one copy of the driver), so the driver's `instanceof DocumentSequence` holds.
+import * as driverCommands from 'mongodb/lib/cmap/commands.js';
 import { TYPE_FAITHFUL } from '../bson/index.js';
 import { MAJORITY } from './concerns.js';
 import { isWriteConcernFailed } from './errors.js';
@@ -47,25 +49,13 @@ interface DocumentSequence {
 }
 type DocumentSequenceClass = new (field: string) => DocumentSequence;
 
-let documentSequenceClass: DocumentSequenceClass | null | undefined;
-
 /** The driver's `DocumentSequence`, or null when this driver version does not have it. */
 export function driverDocumentSequence(): DocumentSequenceClass | null {
-  if (documentSequenceClass === undefined) {
-    try {
-      // The same module instance the driver uses (one require cache), so its `instanceof` check holds.
-      const commands = createRequire(import.meta.url)('mongodb/lib/cmap/commands.js') as { DocumentSequence?: unknown };
-      const candidate = commands.DocumentSequence;
-      const prototype = (candidate as { prototype?: Partial<DocumentSequence> } | undefined)?.prototype;
-      documentSequenceClass =
-        typeof candidate === 'function' && typeof prototype?.push === 'function' && typeof prototype.toBin === 'function'
-          ? (candidate as DocumentSequenceClass)
-          : null;
-    } catch {
-      documentSequenceClass = null;
-    }
-  }
-  return documentSequenceClass;
+  const candidate: unknown = driverCommands.DocumentSequence;
+  const prototype = (candidate as { prototype?: Partial<DocumentSequence> } | undefined)?.prototype;
+  return typeof candidate === 'function' && typeof prototype?.push === 'function' && typeof prototype.toBin === 'function'
+    ? (candidate as DocumentSequenceClass)
+    : null;
 }
 
 /** Whether documents can travel as the bytes Ferry holds (else they are decoded first). */

@@ -12,6 +12,7 @@ import type { ConnectionInfo } from './commands/registry.js';
 import { MAX_MESSAGE_SIZE_BYTES } from './commands/handshake.js';
 import { encodeDocument } from './raw.js';
 import { KEPT_REPLY_MIN_BYTES, ReplyBuffers } from './reply-buffers.js';
+import { assembleRequest } from './storage/memory.js';
 import { MsgFlag, decodeBody, encodeLegacyReply, encodeMsgReply, opensHelloStream, parseMessage, streamHelloReplies } from './wire.js';
 import { installValidation } from './validation.js';
 import { startTtlMonitor } from './ttl.js';
@@ -105,7 +106,7 @@ export class ClusterServer {
         }
         if (pendingBytes < expected) break;
         // Join the chunks once, when the whole message is here.
-        const all = pending.length === 1 ? pending[0] : Buffer.concat(pending, pendingBytes);
+        const all = pending.length === 1 ? pending[0] : assembleRequest(pending, pendingBytes);
         queue.push(all.subarray(0, expected));
         const rest = all.subarray(expected);
         pending = rest.length > 0 ? [rest] : [];

@@ -83,6 +83,16 @@ class RawConnection {
   /** Sends a message and returns the reply's document (OP_MSG or OP_REPLY), or undefined if closed. */
   async request(message: Buffer): Promise<Record<string, unknown> | undefined> {
     this.socket.write(message);
+    return this.reply();
+  }
+
+  /** Sends bytes (one or several messages) without waiting for a reply. */
+  send(bytes: Buffer): void {
+    this.socket.write(bytes);
+  }
+
+  /** The next reply's document, or undefined if closed. */
+  async reply(): Promise<Record<string, unknown> | undefined> {
     for (;;) {
       if (this.buffered.length >= 4) {
         const length = this.buffered.readInt32LE(0);
@@ -225,6 +235,37 @@ conformance('wire protocol', (target) => {
     if (!connection) return;
     connection.request(frame(9999, Buffer.alloc(8))).catch(() => {});
     await stillServing();
+    connection.close();
+  });
+
+  test('large inserts sent back to back are each stored as sent, among other large requests', async (t) => {
+    const connection = await open(t);
+    if (!connection) return;
+    const collection = target().db.collection<{ _id: number; batch: number; pad: string }>('wire_back_to_back');
+    const $db = target().db.databaseName;
+    // Six inserts of 1,000 documents (~0.5 MB each, so many socket reads each), each document its
+    // own bytes, in one write: messages begin and end inside socket reads. Between them, large
+    // requests that store nothing (a find whose filter is as large).
+    const batches = Array.from({ length: 6 }, (_, b) =>
+      Array.from({ length: 1000 }, (_, i) => ({ _id: b * 1000 + i, batch: b, pad: `${b}.${i}|`.repeat(60) })),
+    );
+    const large = (b: number) => ({ find: collection.collectionName, filter: { pad: { $in: batches[b]!.map((doc) => doc.pad) } }, $db });
+    connection.send(
+      Buffer.concat(
+        batches.flatMap((docs, b) => [
+          opMsg([body({ insert: collection.collectionName, $db }), sequence('documents', docs)]),
+          opMsg([body(large(b))]),
+        ]),
+      ),
+    );
+    for (let b = 0; b < batches.length; b++) {
+      assert.equal((await connection.reply())?.n, 1000, `insert ${b}`);
+      assert.equal((await connection.reply())?.ok, 1, `find ${b}`);
+    }
+    // Half of them deleted and inserted again: what stays and what comes back are as sent.
+    assert.equal((await collection.deleteMany({ _id: { $mod: [2, 0] } })).deletedCount, 3000);
+    await collection.insertMany(batches.flat().filter((doc) => doc._id % 2 === 0));
+    assert.deepEqual(await collection.find({}, { sort: { _id: 1 } }).toArray(), batches.flat());
     connection.close();
   });
 

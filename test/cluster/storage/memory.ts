@@ -38,12 +38,46 @@ export function ownedCopy(bytes: Buffer): Buffer {
 const SHARED_REQUEST_MIN_BYTES = 64 * 1024;
 
 /**
+ * Large requests are assembled in regions of this size (`assembleRequest`). V8 starts a major
+ * garbage collection, a marking of the whole heap, each time the memory held in ArrayBuffers has
+ * grown by 64 MB since the last one. A request buffer of its own per bulk insert (and the socket
+ * chunks it was joined from) counted towards that, so a bulk load marked its ever larger heap
+ * every ~32 MB of documents; a region counts once for many requests (bench/RESULTS.md, 2026-11-29).
+ */
+const REQUEST_REGION_BYTES = 256 * 1024 * 1024;
+
+let region: Buffer | undefined;
+let regionUsed = 0;
+/** The regions' memory: a request assembled there may keep its documents (`sharesRequestMemory`). */
+const regions = new WeakSet<ArrayBufferLike>();
+
+/**
+ * One buffer holding `chunks` (`total` bytes) back to back, as `Buffer.concat` would give: for a
+ * large request, a piece of a region. A region's bytes are handed out once, never again: it is
+ * freed when nothing views it any more (no stored document, no request being handled), so a
+ * request never shares bytes with another.
+ */
+export function assembleRequest(chunks: readonly Buffer[], total: number): Buffer {
+  if (total < SHARED_REQUEST_MIN_BYTES || total > REQUEST_REGION_BYTES / 4) return Buffer.concat(chunks, total);
+  if (region === undefined || regionUsed + total > REQUEST_REGION_BYTES) {
+    region = Buffer.allocUnsafeSlow(REQUEST_REGION_BYTES);
+    regions.add(region.buffer);
+    regionUsed = 0;
+  }
+  const out = region.subarray(regionUsed, regionUsed + total);
+  let at = 0;
+  for (const chunk of chunks) at += chunk.copy(out, at);
+  regionUsed += total;
+  return out;
+}
+
+/**
  * Whether documents of one request may be stored as views of the request's own memory instead of
  * copies: when they all lie in one large ArrayBuffer that holds little besides them (a bulk insert
- * arriving as a document sequence), that buffer is as good a slab as ours (it is freed, like a
- * slab, once every document in it is gone) and the copy, a fifth of a bulk insert's CPU, is saved.
- * Small requests come out of Node's shared pool slabs or socket reads that hold other data: those
- * documents are copied (`ownedCopy`).
+ * arriving as a document sequence), or in a request region (`assembleRequest`), that memory is as
+ * good a slab as ours (it is freed, like a slab, once every document in it is gone) and the copy,
+ * a fifth of a bulk insert's CPU, is saved. Small requests come out of Node's shared pool slabs or
+ * socket reads that hold other data: those documents are copied (`ownedCopy`).
  */
 export function sharesRequestMemory(docs: readonly Buffer[]): boolean {
   const memory = docs[0]?.buffer;
@@ -54,5 +88,5 @@ export function sharesRequestMemory(docs: readonly Buffer[]): boolean {
     bytes += doc.length;
   }
   // At most a quarter more than the documents: message headers and the next message's first bytes.
-  return bytes * 1.25 >= memory.byteLength;
+  return regions.has(memory) || bytes * 1.25 >= memory.byteLength;
 }

@@ -1,8 +1,9 @@
 /**
  * The `wire` write path (src/cluster/wire-writes.ts) against test clusters started with users:
  * Ferry's own connections log in with SCRAM and copy byte for byte; a whole sync over them ends
- * equal; and when the destination's connection drops after an insert was sent (the server took it,
- * the reply never came), the copy retries and converges with every document there once.
+ * equal, as does one on the `raw` path (the driver's connections, from the bundled worker); and
+ * when the destination's connection drops after an insert was sent (the server took it, the reply
+ * never came), the copy retries and converges with every document there once.
  * Test clusters only: it needs known users and a proxy in front of the destination.
  */
 import { after, before, describe, it } from 'node:test';

@@ -1,4 +1,7 @@
-/** A thread-pool task for tests (test/unit/thread-pool.test.ts): keeps its thread busy `ms` milliseconds, then returns them. */
+/**
+ * Keeps its thread busy `ms` milliseconds, then returns them: a thread-pool task, and a busy main
+ * thread, for test/unit/thread-pool.test.ts.
+ */
 export default function busyFor(ms: number): number {
   const end = Date.now() + ms;
   while (Date.now() < end);

@@ -1,14 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ThreadPool } from '../../src/phase/thread-pool.js';
+import busyFor from '../helpers/busy-worker.js';
 
 const BUSY_WORKER = new URL('../helpers/busy-worker.js', import.meta.url);
-
-/** Holds this thread's event loop for `ms` milliseconds (what a busy main thread does to a worker's reply). */
-function block(ms: number): void {
-  const end = Date.now() + ms;
-  while (Date.now() < end);
-}
 
 test('a pool destroyed while a task reply is on its way stops quietly: the task is rejected, the process goes on', async () => {
   const uncaught: unknown[] = [];
@@ -22,7 +17,7 @@ test('a pool destroyed while a task reply is on its way stops quietly: the task 
       (error: unknown) => (error instanceof Error ? error.message : String(error)),
     );
     // The task ends and its reply waits here while this thread is busy; then the pool is destroyed.
-    block(200);
+    busyFor(200);
     await pool.destroy();
     assert.match(await running, /Terminating worker thread/);
     // The reply is delivered after the destroy: Piscina reports it as an 'error' event.

@@ -5,19 +5,37 @@
 import { Timestamp } from 'bson';
 
 export class ClusterClock {
-  private seconds = 0;
-  private increment = 0;
+  #seconds = 0;
+  #increment = 0;
 
-  /** The next timestamp: wall-clock seconds, or the last seconds with the next increment. */
-  tick(): Timestamp {
+  /** Seconds of the latest timestamp handed out. */
+  get seconds(): number {
+    return this.#seconds;
+  }
+
+  /** Increment of the latest timestamp handed out. */
+  get increment(): number {
+    return this.#increment;
+  }
+
+  /**
+   * Moves to the next timestamp (wall-clock seconds, or the last seconds with the next increment)
+   * without making it: a plain insert's oplog entry keeps its two numbers (oplog.ts, InsertEntry).
+   */
+  advance(): void {
     const now = Math.floor(Date.now() / 1000);
-    if (now > this.seconds) {
-      this.seconds = now;
-      this.increment = 1;
+    if (now > this.#seconds) {
+      this.#seconds = now;
+      this.#increment = 1;
     } else {
-      this.increment += 1;
+      this.#increment += 1;
     }
-    return new Timestamp({ t: this.seconds, i: this.increment });
+  }
+
+  /** The next timestamp. */
+  tick(): Timestamp {
+    this.advance();
+    return new Timestamp({ t: this.#seconds, i: this.#increment });
   }
 
   /**
@@ -27,15 +45,15 @@ export class ClusterClock {
    * A node restarted on its data directory continues after the newest time it had handed out.
    */
   advanceTo(ts: Timestamp): void {
-    if (ts.t > this.seconds || (ts.t === this.seconds && ts.i > this.increment)) {
-      this.seconds = ts.t;
-      this.increment = ts.i;
+    if (ts.t > this.#seconds || (ts.t === this.#seconds && ts.i > this.#increment)) {
+      this.#seconds = ts.t;
+      this.#increment = ts.i;
     }
   }
 
   /** The latest timestamp handed out (the cluster time clients see). */
   current(): Timestamp {
-    return new Timestamp({ t: this.seconds, i: this.increment });
+    return new Timestamp({ t: this.#seconds, i: this.#increment });
   }
 }
 

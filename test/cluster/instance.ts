@@ -8,7 +8,7 @@ import { type Binary, type Long, ObjectId, Timestamp, type UUID } from 'bson';
 import { Catalog } from './storage/catalog.js';
 import type { Collection, CollectionOptions, DocEntry } from './storage/collection.js';
 import { ClusterClock } from './clock.js';
-import { Oplog, type OplogEntry } from './oplog.js';
+import { InsertEntry, Oplog, type OplogEntry } from './oplog.js';
 import { CursorRegistry } from './cursor.js';
 import { ServerError } from './errors.js';
 import type { CommandHook, ConnectionInfo } from './commands/registry.js';
@@ -254,27 +254,30 @@ export class Instance {
   insertDocument(ctx: OpContext, collection: Collection, raw: Buffer, id: unknown): DocEntry {
     this.assertWritable(ctx, collection.db);
     const { entry, evicted } = collection.insert(raw, id);
-    const o2 = this.documentKeyOf?.(collection, raw, id) ?? { _id: id };
+    const documentKey = this.documentKeyOf?.(collection, raw, id);
     if (ctx.stage) {
+      const o2 = documentKey ?? { _id: id };
       this.record(ctx, { op: 'i', ns: collection.ns, ui: collection.uuid, o: raw, o2, size: raw.length, ...session(ctx) });
     } else {
-      // The commonest entry by far (one per inserted document, kept as long as the oplog keeps
-      // it): a shape of its own without the fields a plain insert never has, a third smaller than
-      // record()'s. A retryable insert (what copiers send) fills its session fields.
+      // A retryable insert (what copiers send) fills its session fields.
       const retryable = Boolean(ctx.lsid) && ctx.txnNumber !== undefined;
-      this.oplog.append({
-        ts: this.clock.tick(),
-        wall: this.wallClock(),
-        op: 'i',
-        ns: collection.ns,
-        ui: collection.uuid,
-        o: raw,
-        o2,
-        size: raw.length,
-        fromMigrate: ctx.fromMigrate,
-        lsid: retryable ? ctx.lsid : undefined,
-        txnNumber: retryable ? ctx.txnNumber : undefined,
-      });
+      this.clock.advance();
+      this.oplog.append(
+        new InsertEntry(
+          this.clock.seconds,
+          this.clock.increment,
+          this.wallClock(),
+          collection.ns,
+          collection.uuid,
+          raw,
+          id,
+          documentKey,
+          raw.length,
+          ctx.fromMigrate,
+          retryable ? ctx.lsid : undefined,
+          retryable ? ctx.txnNumber : undefined,
+        ),
+      );
     }
     for (const gone of evicted) this.recordDelete(ctx, collection, gone);
     return entry;

@@ -35,6 +35,9 @@ conformance('tools support', (target) => {
       assert.ok(entry.wall instanceof Date);
     }
     assert.deepEqual(insert.o, { _id: 1, a: 1, s: 'x' });
+    assert.deepEqual(insert.o2, { _id: 1 });
+    // Each write at a later cluster time than the one before (an insert keeps its timestamp as two numbers).
+    for (let i = 1; i < entries.length; i++) assert.ok(entries[i]!.ts.greaterThan(entries[i - 1]!.ts), `entry ${i} is later`);
     assert.deepEqual(update.o, { $v: 2, diff: { d: { s: false }, u: { a: 2 } } });
     assert.deepEqual(update.o2, { _id: 1 });
     assert.deepEqual(replace.o, { _id: 1, b: 3 });

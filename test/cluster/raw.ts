@@ -120,7 +120,8 @@ const OBJECT_ID_COPIES_BYTES = (() => {
 export function decodeElement(doc: Buffer, el: RawElement, options: BSON.DeserializeOptions = typed): unknown {
   if (el.type === 0x07) {
     if (!OBJECT_ID_COPIES_BYTES) return new ObjectId(doc.subarray(el.end - 12, el.end));
-    doc.copy(objectIdScratch, 0, el.end - 12, el.end);
+    // Twelve bytes by hand: a native copy's call costs more than the bytes (~100 ns a bulk-inserted `_id`).
+    for (let i = 0, from = el.end - 12; i < 12; i++) objectIdScratch[i] = doc[from + i]!;
     return new ObjectId(objectIdScratch);
   }
   // The commonest `_id` types, read as `typed` decodes them without a wrapper document each.

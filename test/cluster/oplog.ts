@@ -50,7 +50,7 @@ export interface OplogEntry {
  * held as long as the oplog keeps it. It keeps its timestamp as two numbers and the `_id` the
  * document was stored under, and makes `ts` and `o2` when they are read: two objects fewer per
  * stored document than a literal entry, which a bulk load's garbage collections mark over and over
- * (bench/RESULTS.md, 2026-11-29: 800 MB of 250-byte documents, ~10–15% of the server's CPU).
+ * (bench/RESULTS.md, 2026-11-29: inserts of 800 MB of 250-byte documents ~20% cheaper).
  */
 export class InsertEntry implements OplogEntry {
   constructor(

@@ -54,6 +54,23 @@ describe('test cluster: number order', () => {
     );
   });
 
+  it("orders ObjectIds, Int32s, Longs and Timestamps of one type, or of two, as Ferry's independent comparison does", () => {
+    // The test cluster compares the commonest `_id` types without ranking them first (B+tree
+    // descents): a Timestamp is a Long too (an unsigned one) and must still rank apart, above numbers.
+    const typed = fc.oneof(
+      fc.uint8Array({ minLength: 12, maxLength: 12 }).map((bytes) => new ObjectId(bytes)),
+      fc.integer({ min: -(2 ** 31), max: 2 ** 31 - 1 }).map((n) => new Int32(n)),
+      fc.bigInt({ min: -(2n ** 63n), max: 2n ** 63n - 1n }).map((n) => Long.fromBigInt(n)),
+      fc.record({ t: fc.nat(), i: fc.nat() }).map((parts) => new Timestamp(parts)),
+    );
+    fc.assert(
+      fc.property(typed, typed, (a, b) => {
+        assert.equal(sign(compareValues(a, b)), sign(compareBsonValues(a, b)));
+      }),
+      { numRuns: 5000 },
+    );
+  });
+
   it('tells apart Longs beyond 2^53 that the same double would round together', () => {
     const big = Long.fromBigInt(2n ** 53n + 1n);
     assert.equal(compareValues(big, new Double(2 ** 53)), 1);

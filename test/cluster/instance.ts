@@ -272,7 +272,6 @@ export class Instance {
           raw,
           id,
           documentKey,
-          raw.length,
           ctx.fromMigrate,
           retryable ? ctx.lsid : undefined,
           retryable ? ctx.txnNumber : undefined,

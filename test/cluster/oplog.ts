@@ -64,7 +64,6 @@ export class InsertEntry implements OplogEntry {
     private readonly id: unknown,
     /** The document key when it is more than `{ _id }` (a shard's, with the shard key's fields). */
     private readonly documentKey: Record<string, unknown> | undefined,
-    readonly size: number,
     readonly fromMigrate: boolean | undefined,
     readonly lsid: { id: Binary; uid?: Binary } | undefined,
     readonly txnNumber: Long | undefined,
@@ -80,6 +79,10 @@ export class InsertEntry implements OplogEntry {
 
   get o2(): Record<string, unknown> {
     return this.documentKey ?? { _id: this.id };
+  }
+
+  get size(): number {
+    return this.o.length;
   }
 }
 

@@ -14,9 +14,6 @@ export interface ScanOptions {
   max?: unknown;
 }
 
-/** What a range walk's callback returns to stop it (a chunk is full). */
-const STOP = { break: true };
-
 /** Returns a function yielding successive entries, undefined at the end. */
 export function scanCollection(collection: Collection, scanOptions: ScanOptions): () => DocEntry | undefined {
   // A clustered collection stores its documents in _id order: that is its natural order too.
@@ -50,10 +47,10 @@ export function scanCollection(collection: Collection, scanOptions: ScanOptions)
           tree.forRange(low, high, !hasMax, (key, entry) => {
             if (atLast) {
               atLast = false;
-              if (collection.compareIds(key, last!.key) <= 0) return undefined;
+              if (collection.compareIds(key, last!.key) <= 0) return false;
             }
             buffer.push(entry);
-            return buffer.length >= chunk ? STOP : undefined;
+            return buffer.length >= chunk;
           });
         }
       } else {
@@ -78,7 +75,7 @@ export function scanCollection(collection: Collection, scanOptions: ScanOptions)
         if (high !== undefined) {
           tree.forRange(start === undefined ? 0 : start + 1, high, true, (_, entry) => {
             buffer.push(entry);
-            return buffer.length >= chunk ? STOP : undefined;
+            return buffer.length >= chunk;
           });
         }
       } else {

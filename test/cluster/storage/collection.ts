@@ -3,12 +3,12 @@
  * orders them) and by record id (insertion order, the natural order a collection scan sees),
  * plus its secondary indexes and options. Capped collections evict their oldest documents.
  */
-import sortedBtree from 'sorted-btree';
 import { BSON, UUID } from 'bson';
 import { Collation, comparatorOf } from '../collation/collation.js';
 import { ServerError } from '../errors.js';
 import { describeKey } from './keys.js';
 import { Index, type IndexSpec } from './indexes.js';
+import { RecordTree } from './record-tree.js';
 import { fieldDecoder, promoted } from '../raw.js';
 
 /** One stored document. `raw` is replaced on update; `rid` never changes. */
@@ -45,8 +45,10 @@ const NO_INDEXES: readonly Index[] = [];
 /** What a non-capped insert evicts (shared: nothing). */
 const NONE_EVICTED: readonly DocEntry[] = [];
 
-// sorted-btree is CommonJS: under NodeNext its class is the `default` of the module object.
-const BTreeClass = sortedBtree.default;
+/** Record ids are integers: compared by subtraction. */
+function compareRecordIds(a: number, b: number): number {
+  return a - b;
+}
 
 export class Collection {
   readonly kind = 'collection' as const;
@@ -54,10 +56,10 @@ export class Collection {
    * Documents by `_id`, in the order of the `_id` index: its collation is the collection's default,
    * so with one, `_id` strings equal under it are one key (as mongod's unique `_id` index has it).
    */
-  readonly byId: InstanceType<typeof BTreeClass<unknown, DocEntry>>;
+  readonly byId: RecordTree<unknown, DocEntry>;
   /** How this collection's `_id`s compare (the simple order, or the default collation's). */
   readonly compareIds: (a: unknown, b: unknown) => number;
-  readonly byRid = new BTreeClass<number, DocEntry>();
+  readonly byRid = new RecordTree<number, DocEntry>(compareRecordIds);
   readonly indexes: Index[] = [];
   private nextRid = 1;
   /** Sum of stored document sizes in bytes. */
@@ -83,7 +85,7 @@ export class Collection {
     readonly uuid: UUID = new UUID(),
   ) {
     this.compareIds = comparatorOf(Collation.of(options.collation));
-    this.byId = new BTreeClass<unknown, DocEntry>(undefined, this.compareIds);
+    this.byId = new RecordTree<unknown, DocEntry>(this.compareIds);
     // The _id index carries the collection's default collation, as listIndexes shows it.
     const idSpec: IndexSpec = { v: 2, key: { _id: 1 }, name: '_id_' };
     if (options.collation) idSpec.collation = options.collation;

@@ -1,7 +1,7 @@
 /**
  * Transaction-private copies of collections and of the catalog. A fork shares everything with its
  * live collection (options, index specs, methods) through the prototype chain, but has its own
- * B+trees (sorted-btree clones in O(1), copy-on-write) and its own unique-index maps, so writes
+ * B+trees (record-tree.ts: clones in O(1), copy-on-write) and its own unique-index maps, so writes
  * inside a transaction change only the fork. The catalog overlay hands out forks, holds the
  * collections a transaction creates, and refuses the DDL transactions may not run.
  */

@@ -109,7 +109,24 @@ export class RecordTree<K, V> {
 
   /** Values in ascending key order. */
   *values(): IterableIterator<V> {
-    for (const leaf of this.leaves(this.root)) yield* leaf.values;
+    const path: { node: Branch<K, V>; at: number }[] = [];
+    let node = this.root;
+    for (;;) {
+      while (node instanceof Branch) {
+        path.push({ node, at: 0 });
+        node = node.children[0]!;
+      }
+      const values = node.values;
+      for (let i = 0; i < values.length; i++) yield values[i]!;
+      // Up to the nearest ancestor with a child to the right.
+      let top = path[path.length - 1];
+      while (top !== undefined && top.at === top.node.children.length - 1) {
+        path.pop();
+        top = path[path.length - 1];
+      }
+      if (top === undefined) return;
+      node = top.node.children[++top.at]!;
+    }
   }
 
   /**
@@ -118,15 +135,46 @@ export class RecordTree<K, V> {
    */
   forRange(low: K, high: K, includeHigh: boolean, visit: (key: K, value: V) => boolean): void {
     const compare = this.compare;
-    this.walkFrom(this.root, low, (leaf, start) => {
+    const path: { node: Branch<K, V>; at: number }[] = [];
+    let node = this.root;
+    while (node instanceof Branch) {
+      const at = this.childIndex(node, low);
+      path.push({ node, at });
+      node = node.children[at]!;
+    }
+    let leaf: Leaf<K, V> | undefined = node;
+    let i = this.lowerBound(leaf.keys, low);
+    while (leaf !== undefined) {
       const { keys, values } = leaf;
-      for (let i = start; i < keys.length; i++) {
-        const c = compare(keys[i]!, high);
-        if (c > 0 || (c === 0 && !includeHigh)) return true;
-        if (visit(keys[i]!, values[i]!)) return true;
+      const n = keys.length;
+      const last = n === 0 ? -1 : compare(keys[n - 1]!, high);
+      if (last < 0 || (last === 0 && includeHigh)) {
+        // The whole leaf is in range: no comparison per key.
+        for (; i < n; i++) if (visit(keys[i]!, values[i]!)) return;
+      } else {
+        for (; i < n; i++) {
+          const c = compare(keys[i]!, high);
+          if (c > 0 || (c === 0 && !includeHigh) || visit(keys[i]!, values[i]!)) return;
+        }
       }
-      return false;
-    });
+      leaf = undefined;
+      // Up to the nearest ancestor with a child to the right, then down its leftmost edge.
+      while (path.length > 0) {
+        const top = path[path.length - 1]!;
+        if (top.at < top.node.children.length - 1) {
+          top.at++;
+          let down = top.node.children[top.at]!;
+          while (down instanceof Branch) {
+            path.push({ node: down, at: 0 });
+            down = down.children[0]!;
+          }
+          leaf = down;
+          i = 0;
+          break;
+        }
+        path.pop();
+      }
+    }
   }
 
   /** Entries in descending key order, from `highest` (or the largest key below it) or from the end. */
@@ -275,21 +323,6 @@ export class RecordTree<K, V> {
     node.keys.splice(at, 1);
     node.children.splice(at, 1);
     return Removal.Removed;
-  }
-
-  /** Leaves in order, from the leftmost. */
-  private *leaves(node: Node<K, V>): IterableIterator<Leaf<K, V>> {
-    if (node instanceof Leaf) yield node;
-    else for (const child of node.children) yield* this.leaves(child);
-  }
-
-  /** Calls `visit` with each leaf from the one holding `low` (and where in it to start) until it returns true. */
-  private walkFrom(node: Node<K, V>, low: K, visit: (leaf: Leaf<K, V>, start: number) => boolean): boolean {
-    if (node instanceof Leaf) return visit(node, this.lowerBound(node.keys, low));
-    for (let at = this.childIndex(node, low); at < node.children.length; at++) {
-      if (this.walkFrom(node.children[at]!, low, visit)) return true;
-    }
-    return false;
   }
 }
 

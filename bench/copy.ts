@@ -16,7 +16,8 @@
  * `start` to `canCommit`, as a user waits for it; `peers` and `ratioToBestPeer` join the result.
  *
  *   npm run bench:copy -- [--sizeMB 100] [--seed 1] [--runs 1] [--shards 2] [--loadLevel 3] [--ferryEnv NAME=value]
- *                          [--mongoTools dir] [--out bench/results] [--cpuProf dir] [--clusterCpuProf dir]
+ *                          [--ferryFlags "--verifyWorkers 4"] [--mongoTools dir] [--out bench/results]
+ *                          [--cpuProf dir] [--clusterCpuProf dir]
  *
  * Writes `<out>/copy.json`.
  */
@@ -49,6 +50,8 @@ export interface CopyBenchmarkOptions {
   runs?: number;
   /** Ferry's `--loadLevel`. Default: Ferry's own default. */
   loadLevel?: number;
+  /** More flags for the ferry process, e.g. `['--verifyWorkers', '4']` (`--ferryFlags "<flags>"`). Default none. */
+  ferryFlags?: string[];
   /** Shards of the destination (0: a replica set). Default 0. */
   shards?: number;
   /** Extra environment of the ferry process (`--ferryEnv NAME=value`). Default none. */
@@ -167,7 +170,10 @@ export async function runCopyBenchmark(options: CopyBenchmarkOptions = {}): Prom
     if (missing !== undefined) throw new Error(`--mongoTools: ${missing}`);
     if ((options.shards ?? 0) > 0) throw new Error('--mongoTools compares against a replica-set destination: leave out --shards');
   }
-  const ferryFlags = options.loadLevel === undefined ? [] : ['--loadLevel', String(options.loadLevel)];
+  const ferryFlags = [
+    ...(options.loadLevel === undefined ? [] : ['--loadLevel', String(options.loadLevel)]),
+    ...(options.ferryFlags ?? []),
+  ];
   const sampler = new UsageSampler();
   const clusterProfile = (which: string) => (options.clusterCpuProf === undefined ? undefined : join(options.clusterCpuProf, which));
   const source = await spawnCluster({}, cpuProfileArgs(clusterProfile('source')));
@@ -377,6 +383,9 @@ async function main(argv: string[]): Promise<void> {
     .option('--runs <n>', 'side-by-side runs (medians are reported)', positiveInteger, 1)
     .option('--loadLevel <n>', "Ferry's --loadLevel (default: Ferry's default)", positiveInteger)
     .option('--shards <n>', 'shards of the destination (0: a replica set)', integer, 0)
+    .option('--ferryFlags <flags>', 'more flags for the ferry process, space-separated (e.g. "--verifyWorkers 4")', (value: string) =>
+      value.split(/\s+/).filter((flag) => flag !== ''),
+    )
     .option('--ferryEnv <NAME=value>', 'environment variable for the ferry process (repeatable)', environmentEntry)
     .option('--mongoTools <dir>', "compare against MongoDB's mongodump | mongorestore found here (default: MONGO_TOOLS_DIR)")
     .option('--out <dir>', 'directory of copy.json', DEFAULT_RESULTS_DIR)

@@ -7,11 +7,11 @@
  */
 import { Query } from '../mingo.js';
 import { ServerError } from '../errors.js';
-import sortedBtree from 'sorted-btree';
 import { Collation, comparatorOf } from '../collation/collation.js';
 import { canonicalKey, describeKey } from './keys.js';
 import type { DocEntry } from './collection.js';
 import { pathMeetsArray } from '../raw.js';
+import { RecordTree } from './record-tree.js';
 import { hashValue } from '../sharding/hash.js';
 
 /** An index specification as stored and listed (`v`, `key`, `name`, then options). */
@@ -132,14 +132,11 @@ class CanonicalOwners implements KeyOwners {
   }
 }
 
-// sorted-btree is CommonJS: under NodeNext its class is the `default` of the module object.
-const BTreeClass = sortedBtree.default;
-
 class CollatedOwners implements KeyOwners {
-  constructor(private readonly tree: InstanceType<typeof BTreeClass<unknown[], DocEntry>>) {}
+  constructor(private readonly tree: RecordTree<unknown[], DocEntry>) {}
   static create(compare: (a: unknown, b: unknown) => number): CollatedOwners {
     return new CollatedOwners(
-      new BTreeClass<unknown[], DocEntry>(undefined, (x, y) => {
+      new RecordTree<unknown[], DocEntry>((x, y) => {
         for (let i = 0; i < x.length; i++) {
           const c = compare(x[i], y[i]);
           if (c !== 0) return c;

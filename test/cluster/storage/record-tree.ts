@@ -2,7 +2,7 @@
  * The B+tree a collection keeps its documents in (by `_id` and by record id): sorted keys, O(1)
  * copy-on-write clones for transaction snapshots, and cheap appends.
  *
- * Why not sorted-btree (which the secondary indexes still use): a bulk load inserts each
+ * Why not a library's (sorted-btree was used before): a bulk load inserts each
  * partition's documents in ascending `_id` order at its own frontier and records in ascending
  * record ids, and there its insert cost ~250–400 ns a key in tree mechanics alone (array splices,
  * a key shifted into the left sibling on every insert into a full leaf), 41% of the destination's

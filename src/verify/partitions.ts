@@ -215,3 +215,12 @@ function byRange(a: RangeRow, b: RangeRow): number {
   if (a.key.ns !== b.key.ns) return a.key.ns < b.key.ns ? -1 : 1;
   return a.key.index - b.key.index;
 }
+
+/** Ranges with more of their estimated source bytes left to compare first (the order the first pass takes them in). */
+export function byRemainingBytes(a: RangeRow, b: RangeRow): number {
+  return remainingBytes(b) - remainingBytes(a);
+}
+
+function remainingBytes(row: RangeRow): number {
+  return Math.max(0, row.estimatedBytes - row.source.bytes);
+}

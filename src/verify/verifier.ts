@@ -68,7 +68,7 @@ import { Rechecker } from './recheck.js';
 import { RecheckQueue } from './recheck-queue.js';
 import { RecheckStore } from './recheck-store.js';
 import { RangePool, VERIFY_APP_NAME } from './range-pool.js';
-import { VerificationPartitions, type RangeRow } from './partitions.js';
+import { byRemainingBytes, VerificationPartitions, type RangeRow } from './partitions.js';
 import { VerificationState, type Side, type StreamPoint, type VerificationDocument } from './state.js';
 import { TouchFollower, type DdlTouch } from './touches.js';
 import { waitOrWake } from './wait-or-wake.js';
@@ -692,7 +692,9 @@ export class Verifier implements VerificationPhase {
   /** Compares every unfinished range, `rangesAtOnce` at a time. */
   async #scanRanges(): Promise<void> {
     const { logger } = this.#context;
-    const rows = await this.#partitions.unfinished();
+    // Largest first: the ranges left to the end are small ones, so the pass does not end on one
+    // long range compared alone while the others' slots stand idle.
+    const rows = (await this.#partitions.unfinished()).sort(byRemainingBytes);
     if (rows.length > 0) {
       const pool = (this.#rangePool ??= this.#newRangePool());
       const atOnce = Math.min(pool.ranges, rows.length);

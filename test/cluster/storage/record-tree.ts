@@ -1,17 +1,16 @@
 /**
- * The B+tree a collection keeps its documents in (by `_id` and by record id): sorted keys, O(1)
- * copy-on-write clones for transaction snapshots, and cheap appends.
+ * The B+tree a collection keeps its documents in (by `_id` and by record id, and a collated unique
+ * index its keys): sorted keys, O(1) copy-on-write clones for transaction snapshots, cheap appends.
  *
- * Why not a library's (sorted-btree was used before): a bulk load inserts each
- * partition's documents in ascending `_id` order at its own frontier and records in ascending
- * record ids, and there its insert cost ~250–400 ns a key in tree mechanics alone (array splices,
- * a key shifted into the left sibling on every insert into a full leaf), 41% of the destination's
- * CPU over a copy. Here each child is routed by its smallest key, so a key past the end of a leaf
- * is pushed onto that leaf, and a full leaf split at its end keeps its keys and starts an empty
- * one: appends touch one array slot and leave leaves full.
+ * Why not a library's (sorted-btree, used before): a bulk load inserts each partition's documents
+ * in ascending `_id` order at its own frontier, and records in ascending record ids; there an
+ * insert cost ~250–400 ns in tree mechanics alone (array splices, and a key shifted into the left
+ * sibling on every insert into a full leaf), 41% of the destination's CPU over a copy. Here each
+ * child is routed by its smallest key, so a key past a leaf's last is pushed onto that leaf, and a
+ * full leaf that grows at its end keeps its keys and starts a new one: appends touch one array
+ * slot and leave leaves full (bench/RESULTS.md, 2026-11-29 late).
  *
- * Deletes never merge nodes (an emptied one is unlinked): the test cluster's collections are small
- * after deletes, and a half-empty leaf costs nothing but memory.
+ * Deletes never merge nodes (an emptied one is unlinked): a half-empty leaf costs memory only.
  */
 
 /** Keys or children per node. */

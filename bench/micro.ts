@@ -6,7 +6,9 @@
  * - event routing: the routing fields of raw change events (`readChangeEvent`), and the whole
  *   choice of a lane as change-event application makes it (fields, `_id` key, hash),
  * - hashing: the lane hash alone, and SHA-256 of documents as the comparison of clusters does;
- * - verification: comparing a document with its copy byte for byte, against hashing it (SHA-1).
+ * - verification: comparing a document with its copy byte for byte, against hashing it (SHA-1);
+ * - the destination test cluster's document trees under a copy's load (appended record ids, and
+ *   `_id`s in four ascending partitions).
  *
  *   npm run bench:micro -- [--time 1000] [--out bench/results]
  *
@@ -14,7 +16,7 @@
  * item and per MiB. Writes `<out>/micro.json`.
  */
 import { createHash } from 'node:crypto';
-import { serialize, Timestamp, UUID } from 'bson';
+import { ObjectId, serialize, Timestamp, UUID } from 'bson';
 import { Command } from 'commander';
 import { Bench } from 'tinybench';
 import { decodeDocument, findElement, findId, readChangeEvent, readId } from '../src/bson/index.js';
@@ -25,6 +27,8 @@ import { positiveInteger } from '../scripts/lib/cli-numbers.js';
 import { COLLECTIONS } from '../scripts/lib/dataset.js';
 import { createRandom } from '../scripts/lib/random.js';
 import { runIfEntryPoint } from '../scripts/lib/entry-point.js';
+import { compareValues } from '../test/cluster/bson-order.js';
+import { RecordTree } from '../test/cluster/storage/record-tree.js';
 import { DEFAULT_RESULTS_DIR, MiB, round, writeResult } from './lib/results.js';
 
 /** Options of `runMicroBenchmarks`. */
@@ -166,6 +170,24 @@ export async function runMicroBenchmarks(options: MicroBenchmarkOptions = {}): P
   });
   add('verification: SHA-1 of each document (node:crypto)', 'document', ITEMS, size(orders), () => {
     for (const doc of orders) sink += createHash('sha1').update(doc).digest()[0]!;
+  });
+  // The destination test cluster's trees (test/cluster/storage/record-tree.ts) under a copy's load:
+  // record ids appended, and `_id`s arriving in four partitions, each in ascending order (bytes: the keys').
+  const treeKeys = 64 * ITEMS;
+  const partitionIds = Array.from({ length: treeKeys }, (_, i) => {
+    const id = Buffer.alloc(12);
+    id.writeUInt32BE(0x60000000 + (i % 4) * 1_000_000 + Math.floor(i / 4), 0);
+    return new ObjectId(id);
+  });
+  add('test cluster: record ids appended to a record tree', 'key', treeKeys, 8 * treeKeys, () => {
+    const tree = new RecordTree<number, number>((a, b) => a - b);
+    for (let i = 1; i <= treeKeys; i++) tree.set(i, i, false);
+    sink += tree.size;
+  });
+  add('test cluster: ObjectIds of four partitions into an _id tree', 'key', treeKeys, 12 * treeKeys, () => {
+    const tree = new RecordTree<unknown, number>(compareValues);
+    for (let i = 0; i < partitionIds.length; i++) tree.set(partitionIds[i], i, false);
+    sink += tree.size;
   });
 
   await bench.run();

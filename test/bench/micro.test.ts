@@ -9,7 +9,7 @@ describe('bench:micro', () => {
     const run = await runScript('bench/micro.js', ['--time', '50', '--out', out]);
     assert.equal(run.code, 0, run.stderr);
     const { cases } = readResult(out, 'micro');
-    for (const topic of ['readId', 'batch assembly', 'event routing', 'hashing']) {
+    for (const topic of ['readId', 'batch assembly', 'event routing', 'hashing', 'test cluster']) {
       assert.ok(
         cases.some((c: { name: string }) => c.name.startsWith(topic)),
         `a case for ${topic}`,

@@ -8,7 +8,7 @@ import { type Binary, type Long, ObjectId, Timestamp, type UUID } from 'bson';
 import { Catalog } from './storage/catalog.js';
 import type { Collection, CollectionOptions, DocEntry } from './storage/collection.js';
 import { ClusterClock } from './clock.js';
-import { InsertEntry, Oplog, type OplogEntry } from './oplog.js';
+import { InsertEntry, InsertShared, Oplog, type OplogEntry } from './oplog.js';
 import { CursorRegistry } from './cursor.js';
 import { ServerError } from './errors.js';
 import type { CommandHook, ConnectionInfo } from './commands/registry.js';
@@ -204,6 +204,8 @@ export class Instance {
   }
 
   private lastWall = new Date(0);
+  /** What the last plain insert's oplog entry shares with the next ones of its run (oplog.ts). */
+  private lastInsert: InsertShared | undefined;
 
   /** The wall time of a write; writes within one millisecond share one (never mutated) Date. */
   private wallClock(): Date {
@@ -261,22 +263,16 @@ export class Instance {
     } else {
       // A retryable insert (what copiers send) fills its session fields.
       const retryable = Boolean(ctx.lsid) && ctx.txnNumber !== undefined;
+      const lsid = retryable ? ctx.lsid : undefined;
+      const txnNumber = retryable ? ctx.txnNumber : undefined;
       this.clock.advance();
-      this.oplog.append(
-        new InsertEntry(
-          this.clock.seconds,
-          this.clock.increment,
-          this.wallClock(),
-          collection.ns,
-          collection.uuid,
-          raw,
-          id,
-          documentKey,
-          ctx.fromMigrate,
-          retryable ? ctx.lsid : undefined,
-          retryable ? ctx.txnNumber : undefined,
-        ),
-      );
+      const seconds = this.clock.seconds;
+      const wall = this.wallClock();
+      let shared = this.lastInsert;
+      if (shared === undefined || !shared.serves(seconds, wall, collection.ns, collection.uuid, ctx.fromMigrate, lsid, txnNumber)) {
+        shared = this.lastInsert = new InsertShared(seconds, wall, collection.ns, collection.uuid, ctx.fromMigrate, lsid, txnNumber);
+      }
+      this.oplog.append(new InsertEntry(shared, this.clock.increment, raw, id, documentKey));
     }
     for (const gone of evicted) this.recordDelete(ctx, collection, gone);
     return entry;

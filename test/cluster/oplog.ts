@@ -46,27 +46,60 @@ export interface OplogEntry {
 }
 
 /**
- * A plain insert's entry (outside a transaction): the commonest by far, one per inserted document,
- * held as long as the oplog keeps it. It keeps its timestamp as two numbers and the `_id` the
- * document was stored under, and makes `ts` and `o2` when they are read: two objects fewer per
- * stored document than a literal entry, which a bulk load's garbage collections mark over and over
- * (bench/RESULTS.md, 2026-11-29: inserts of 800 MB of 250-byte documents ~20% cheaper).
+ * What a run of plain inserts shares: the seconds of their timestamps, the wall time, the
+ * namespace and the session fields. One serves every insert of one command within one
+ * millisecond (instance.ts makes a new one when any of them changes), so that each entry holds
+ * only what is its own.
  */
-export class InsertEntry implements OplogEntry {
+export class InsertShared {
   constructor(
-    private readonly seconds: number,
-    private readonly increment: number,
+    readonly seconds: number,
     readonly wall: Date,
     readonly ns: string,
     readonly ui: UUID | undefined,
+    readonly fromMigrate: boolean | undefined,
+    readonly lsid: { id: Binary; uid?: Binary } | undefined,
+    readonly txnNumber: Long | undefined,
+  ) {}
+
+  /** Whether an insert with these fields can share this (same objects, not equal ones: a command's own). */
+  serves(
+    seconds: number,
+    wall: Date,
+    ns: string,
+    ui: UUID | undefined,
+    fromMigrate: boolean | undefined,
+    lsid: { id: Binary; uid?: Binary } | undefined,
+    txnNumber: Long | undefined,
+  ): boolean {
+    return (
+      this.seconds === seconds &&
+      this.wall === wall &&
+      this.ns === ns &&
+      this.ui === ui &&
+      this.fromMigrate === fromMigrate &&
+      this.lsid === lsid &&
+      this.txnNumber === txnNumber
+    );
+  }
+}
+
+/**
+ * A plain insert's entry (outside a transaction): the commonest by far, one per inserted document,
+ * held as long as the oplog keeps it. It keeps its increment, its document, the `_id` the document
+ * was stored under and what its run of inserts shares (`InsertShared`), and makes `ts` and `o2`
+ * when they are read: a bulk load's garbage collections mark and copy these over and over, and
+ * every byte of them is a fresh page the kernel zeroes (bench/RESULTS.md, 2026-11-29 and -30).
+ */
+export class InsertEntry implements OplogEntry {
+  constructor(
+    private readonly shared: InsertShared,
+    private readonly increment: number,
     readonly o: Buffer,
     /** The stored `_id`. */
     private readonly id: unknown,
     /** The document key when it is more than `{ _id }` (a shard's, with the shard key's fields). */
     private readonly documentKey: Record<string, unknown> | undefined,
-    readonly fromMigrate: boolean | undefined,
-    readonly lsid: { id: Binary; uid?: Binary } | undefined,
-    readonly txnNumber: Long | undefined,
   ) {}
 
   get op(): 'i' {
@@ -74,7 +107,31 @@ export class InsertEntry implements OplogEntry {
   }
 
   get ts(): Timestamp {
-    return new Timestamp({ t: this.seconds, i: this.increment });
+    return new Timestamp({ t: this.shared.seconds, i: this.increment });
+  }
+
+  get wall(): Date {
+    return this.shared.wall;
+  }
+
+  get ns(): string {
+    return this.shared.ns;
+  }
+
+  get ui(): UUID | undefined {
+    return this.shared.ui;
+  }
+
+  get fromMigrate(): boolean | undefined {
+    return this.shared.fromMigrate;
+  }
+
+  get lsid(): { id: Binary; uid?: Binary } | undefined {
+    return this.shared.lsid;
+  }
+
+  get txnNumber(): Long | undefined {
+    return this.shared.txnNumber;
   }
 
   get o2(): Record<string, unknown> {

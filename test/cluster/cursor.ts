@@ -13,6 +13,7 @@
 import { Long } from 'bson';
 import { ServerError } from './errors.js';
 import type { Collection } from './storage/collection.js';
+import { sizeOf, type BatchDocument } from './storage/memory.js';
 
 /** mongod's default number of documents in a first batch. */
 export const DEFAULT_FIRST_BATCH = 101;
@@ -27,7 +28,7 @@ export interface BatchRequest {
 }
 
 export interface Batch {
-  docs: Buffer[];
+  docs: BatchDocument[];
   /** True when the cursor has nothing more and is closed. */
   exhausted: boolean;
   /** Extra fields of the `cursor` sub-document (e.g. `postBatchResumeToken`). */
@@ -45,13 +46,13 @@ export interface ServerCursor {
 
 /** Fills batches from a pull function returning one document or undefined at the end. */
 export class PullCursor implements ServerCursor {
-  private pending: Buffer | undefined;
+  private pending: BatchDocument | undefined;
   private done = false;
   private returned = 0;
 
   constructor(
     readonly ns: string,
-    private readonly pull: () => Buffer | undefined,
+    private readonly pull: () => BatchDocument | undefined,
     /** Total documents the cursor may return (`limit`), 0 = unlimited. */
     private readonly limit = 0,
     /** Checked before every batch after the first: throws when the cursor's plan was killed. */
@@ -63,7 +64,7 @@ export class PullCursor implements ServerCursor {
   nextBatch(request: BatchRequest): Batch {
     if (this.started && !this.done) this.restore?.();
     this.started = true;
-    const docs: Buffer[] = [];
+    const docs: BatchDocument[] = [];
     let bytes = 0;
     const max = request.batchSize ?? Number.POSITIVE_INFINITY;
     while (docs.length < max && !this.done) {
@@ -77,12 +78,13 @@ export class PullCursor implements ServerCursor {
         this.done = true;
         break;
       }
-      if (docs.length > 0 && bytes + doc.length > MAX_BATCH_BYTES) {
+      const size = sizeOf(doc);
+      if (docs.length > 0 && bytes + size > MAX_BATCH_BYTES) {
         this.pending = doc;
         break;
       }
       docs.push(doc);
-      bytes += doc.length;
+      bytes += size;
       this.returned++;
     }
     if (!this.done && this.pending === undefined && this.limit > 0 && this.returned >= this.limit) this.done = true;

@@ -5,6 +5,7 @@
  */
 import { type Binary, type Long, Timestamp, type UUID } from 'bson';
 import { compareTimestamps } from './clock.js';
+import { StoredBytes } from './storage/memory.js';
 
 /** One oplog entry (the fields mongod's oplog has that change streams need). */
 export interface OplogEntry {
@@ -86,21 +87,28 @@ export class InsertShared {
 
 /**
  * A plain insert's entry (outside a transaction): the commonest by far, one per inserted document,
- * held as long as the oplog keeps it. It keeps its increment, its document, the `_id` the document
- * was stored under and what its run of inserts shares (`InsertShared`), and makes `ts` and `o2`
+ * held as long as the oplog keeps it. It keeps its increment, where its document's bytes are, the
+ * `_id` the document was stored under and what its run of inserts shares (`InsertShared`), and makes `ts` and `o2`
  * when they are read: a bulk load's garbage collections mark and copy these over and over, and
  * every byte of them is a fresh page the kernel zeroes (bench/RESULTS.md, 2026-11-29 and -30).
  */
-export class InsertEntry implements OplogEntry {
+export class InsertEntry extends StoredBytes implements OplogEntry {
   constructor(
     private readonly shared: InsertShared,
     private readonly increment: number,
-    readonly o: Buffer,
+    /** The inserted document: its bytes are kept as a stored document's are (storage/memory.ts). */
+    o: Buffer,
     /** The stored `_id`. */
     private readonly id: unknown,
     /** The document key when it is more than `{ _id }` (a shard's, with the shard key's fields). */
     private readonly documentKey: Record<string, unknown> | undefined,
-  ) {}
+  ) {
+    super(o);
+  }
+
+  get o(): Buffer {
+    return this.raw;
+  }
 
   get op(): 'i' {
     return 'i';
@@ -136,10 +144,6 @@ export class InsertEntry implements OplogEntry {
 
   get o2(): Record<string, unknown> {
     return this.documentKey ?? { _id: this.id };
-  }
-
-  get size(): number {
-    return this.o.length;
   }
 }
 

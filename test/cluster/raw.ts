@@ -4,6 +4,7 @@
  */
 import { BSON, Double, Int32, Long, ObjectId } from 'bson';
 import { ServerError } from './errors.js';
+import { StoredBytes, type BatchDocument } from './storage/memory.js';
 
 /** BSON-serializes a document into a Buffer (bson returns a Buffer on Node, typed Uint8Array). */
 export function serialize(doc: Record<string, unknown>): Buffer {
@@ -265,7 +266,7 @@ export class RawDoc {
 
 /** An array of stored documents to embed as-is in a reply (a cursor batch). */
 export class RawDocArray {
-  constructor(readonly docs: Buffer[]) {}
+  constructor(readonly docs: BatchDocument[]) {}
 }
 
 function isPlainObject(v: unknown): v is Record<string, unknown> {
@@ -301,14 +302,17 @@ function digitsOf(n: number): number {
 }
 
 /** Encoded size of a batch of stored documents as a BSON array: `{"0": doc, "1": doc, ...}`. */
-function rawArraySize(docs: readonly Buffer[]): number {
+function rawArraySize(docs: readonly BatchDocument[]): number {
   let size = 5; // length and terminator
-  for (let i = 0; i < docs.length; i++) size += 2 + digitsOf(i) + docs[i]!.length;
+  for (let i = 0; i < docs.length; i++) {
+    const doc = docs[i]!;
+    size += 2 + digitsOf(i) + (doc instanceof StoredBytes ? doc.size : doc.length);
+  }
   return size;
 }
 
 /** Writes `docs` at `at` as a BSON array (its size `rawArraySize`), each document's bytes as stored. */
-function writeRawArray(out: Buffer, at: number, docs: readonly Buffer[], size: number): void {
+function writeRawArray(out: Buffer, at: number, docs: readonly BatchDocument[], size: number): void {
   out.writeInt32LE(size, at);
   at += 4;
   for (let i = 0; i < docs.length; i++) {
@@ -319,8 +323,13 @@ function writeRawArray(out: Buffer, at: number, docs: readonly Buffer[], size: n
     at += digits;
     out[at++] = 0;
     const doc = docs[i]!;
-    out.set(doc, at);
-    at += doc.length;
+    if (doc instanceof StoredBytes) {
+      doc.copyTo(out, at);
+      at += doc.size;
+    } else {
+      out.set(doc, at);
+      at += doc.length;
+    }
   }
   out[at] = 0;
 }
@@ -329,7 +338,7 @@ function writeRawArray(out: Buffer, at: number, docs: readonly Buffer[], size: n
  * A reply's pieces before they are joined: encoded bytes, or a cursor batch written as an array
  * when the reply is joined (its documents are copied once, into the reply).
  */
-type Piece = Buffer | { docs: readonly Buffer[]; size: number };
+type Piece = Buffer | { docs: readonly BatchDocument[]; size: number };
 
 function encodeInto(pieces: Piece[], obj: Record<string, unknown> | unknown[]): number {
   const length = Buffer.allocUnsafe(4);

@@ -5,7 +5,7 @@
 import { ServerError } from '../errors.js';
 import { DEFAULT_FIRST_BATCH, PullCursor, collectionRestore } from '../cursor.js';
 import { prepareForInsert, serialize, typed, validateDocument, valueSize } from '../raw.js';
-import { ownedCopy, sharesRequestMemory } from '../storage/memory.js';
+import { ownedCopy, sharesRequestMemory, type BatchDocument } from '../storage/memory.js';
 import { findDocuments, matchDocuments, resolveHint } from '../query/find.js';
 import { parseProjection } from '../query/projection.js';
 import { type CollectionRead, aggregate, resolveNamespace } from '../query/aggregate/source.js';
@@ -186,7 +186,7 @@ defineCommand({
     }
     const collation = Collation.effective(body.collation, collection?.options.collation);
     const spec = { filter, sort, hint, skip, min: args.object('min'), max: args.object('max'), variables, collation };
-    let pull: () => Buffer | undefined;
+    let pull: () => BatchDocument | undefined;
     if (args.boolean('returnKey') || args.boolean('showRecordId')) {
       const matches = matchDocuments(collection, spec);
       const parsed = parseProjection(projection, filter);

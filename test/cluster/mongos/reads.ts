@@ -21,6 +21,7 @@ import { openRouterCursor } from './cursor-commands.js';
 import { num } from './router.js';
 import { promote, targetQuery, versionFields, type Target } from './targeting.js';
 import { openRouterChangeStream } from './change-stream.js';
+import { bytesOf } from '../storage/memory.js';
 
 function objectArg(ctx: RouterContext, field: string): Record<string, unknown> | undefined {
   const v = ctx.body[field];
@@ -186,7 +187,7 @@ async function drain(ctx: RouterContext, sources: CursorSource[]): Promise<Buffe
   const docs: Buffer[] = [];
   for (;;) {
     const batch = await cursor.nextBatch({}, ctx);
-    docs.push(...batch.docs);
+    for (const doc of batch.docs) docs.push(bytesOf(doc));
     if (batch.exhausted) return docs;
   }
 }

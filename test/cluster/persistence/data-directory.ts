@@ -38,6 +38,7 @@ import { BSON, type Timestamp } from 'bson';
 import type { Instance } from '../instance.js';
 import type { CommandHook } from '../commands/registry.js';
 import type { Collection, DocumentObserver, Namespace } from '../storage/collection.js';
+import { sameBytes } from '../storage/memory.js';
 import { asksForJournal, supportsWriteConcern } from '../write-concern.js';
 import { JournalFile, writeParts } from './journal.js';
 import { encodeRecord, RecordType, type RecordTypeCode } from './records.js';
@@ -326,7 +327,7 @@ export class DataDirectory {
     let ddl = false;
     for (const entry of entries) {
       const put = this.pendingPut;
-      if (put && entry.op === 'i' && entry.o === put.raw && entry.ui?.equals(put.collection.uuid)) {
+      if (put && entry.op === 'i' && sameBytes(entry.o as Buffer, put.raw) && entry.ui?.equals(put.collection.uuid)) {
         this.pendingPut = undefined;
         this.journal.append(encodeRecord(RecordType.oplogInsert, encodeOplogEntry(entry)));
       } else this.append(RecordType.oplogEntry, encodeOplogEntry(entry));

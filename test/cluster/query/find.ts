@@ -15,6 +15,7 @@ import { promoted } from '../raw.js';
 import { parseProjection } from './projection.js';
 import { parseSort, sortByKeys } from './sort.js';
 import { scanCollection, type ScanOptions } from './scan.js';
+import type { BatchDocument } from '../storage/memory.js';
 
 export interface MatchSpec {
   /** The query (promoted values). */
@@ -248,13 +249,13 @@ export function matchDocuments(collection: Collection | undefined, spec: MatchSp
   };
 }
 
-/** A `find`: matching documents as raw BSON, projected when asked. */
-export function findDocuments(collection: Collection | undefined, spec: FindSpec): () => Buffer | undefined {
+/** A `find`: matching documents, projected (as raw BSON) when asked, else as stored (copied into the reply from where they are). */
+export function findDocuments(collection: Collection | undefined, spec: FindSpec): () => BatchDocument | undefined {
   const projection = parseProjection(spec.projection, spec.filter);
   const pull = matchDocuments(collection, spec);
   return () => {
     const m = pull();
     if (!m) return undefined;
-    return projection ? projection.apply(m.entry.raw, m.doc) : m.entry.raw;
+    return projection ? projection.apply(m.entry.raw, m.doc) : m.entry;
   };
 }

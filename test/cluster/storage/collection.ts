@@ -10,12 +10,17 @@ import { describeKey } from './keys.js';
 import { Index, type IndexSpec } from './indexes.js';
 import { RecordTree } from './record-tree.js';
 import { fieldDecoder, promoted } from '../raw.js';
+import { StoredBytes } from './memory.js';
 
-/** One stored document. `raw` is replaced on update; `rid` never changes. */
-export interface DocEntry {
-  rid: number;
-  id: unknown;
-  raw: Buffer;
+/** One stored document: its bytes (replaced on update), its record id (never changes) and `_id`. */
+export class DocEntry extends StoredBytes {
+  constructor(
+    readonly rid: number,
+    readonly id: unknown,
+    raw: Buffer,
+  ) {
+    super(raw);
+  }
 }
 
 /** Options a collection was created with, as `listCollections` reports them. */
@@ -126,7 +131,7 @@ export class Collection {
     if (this.capped && this.options.size !== undefined && raw.length > this.options.size) {
       throw new ServerError('DocTooLargeForCapped', `document is larger than capped size ${raw.length} > ${this.options.size}`);
     }
-    const entry: DocEntry = { rid: this.nextRid++, id, raw };
+    const entry = new DocEntry(this.nextRid++, id, raw);
     const enforcing = this.enforcing();
     if (enforcing.length === 0) {
       // One descent of the _id tree both checks for a duplicate and stores.
@@ -169,7 +174,7 @@ export class Collection {
       }
       for (const index of enforcing) index.add(entry, after);
     }
-    this.dataSize += raw.length - entry.raw.length;
+    this.dataSize += raw.length - entry.size;
     entry.raw = raw;
     this.observer?.stored(this, entry);
   }
@@ -183,7 +188,7 @@ export class Collection {
     this.byId.delete(entry.id);
     this.byRid.delete(entry.rid);
     this.changes++;
-    this.dataSize -= entry.raw.length;
+    this.dataSize -= entry.size;
     this.observer?.removed(this, entry);
   }
 

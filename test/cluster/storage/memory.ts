@@ -90,3 +90,64 @@ export function sharesRequestMemory(docs: readonly Buffer[]): boolean {
   // At most a quarter more than the documents: message headers and the next message's first bytes.
   return regions.has(memory) || bytes * 1.25 >= memory.byteLength;
 }
+
+/** Whether two buffers view the same bytes (the same memory, offset and length), though they may be two view objects. */
+export function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  return a.buffer === b.buffer && a.byteOffset === b.byteOffset && a.length === b.length;
+}
+
+/**
+ * A Buffer made straight from memory, offset and length, as Node makes its own (a Uint8Array
+ * subclass with Buffer's prototype: `Buffer.isBuffer` holds); `Buffer.from(memory, offset,
+ * length)` checks its arguments first and was twice as slow.
+ */
+class BufferView extends Uint8Array {}
+Object.setPrototypeOf(BufferView.prototype, Buffer.prototype);
+
+/**
+ * A stored document's bytes, kept as where they live (their memory, offset and length) rather
+ * than as a view object: a view kept per document was a third of a bulk load's heap, and a bulk
+ * load's time went to marking and copying that heap and to the kernel zeroing its fresh pages
+ * (bench/RESULTS.md, 2026-11-30). `raw` makes a view when asked; a reply copies the bytes
+ * straight from where they are (`copyTo`).
+ */
+export class StoredBytes {
+  private memory: ArrayBufferLike;
+  private offset: number;
+  /** The document's size in bytes (`raw.length`, without making a view). */
+  size: number;
+
+  constructor(raw: Buffer) {
+    this.memory = raw.buffer;
+    this.offset = raw.byteOffset;
+    this.size = raw.length;
+  }
+
+  get raw(): Buffer {
+    return new BufferView(this.memory as ArrayBuffer, this.offset, this.size) as unknown as Buffer;
+  }
+
+  set raw(raw: Buffer) {
+    this.memory = raw.buffer;
+    this.offset = raw.byteOffset;
+    this.size = raw.length;
+  }
+
+  /** Copies the bytes into `out` at `at` (through a view that dies at once). */
+  copyTo(out: Uint8Array, at: number): void {
+    out.set(new Uint8Array(this.memory, this.offset, this.size), at);
+  }
+}
+
+/** A document of a cursor batch: its bytes, or a stored document whose bytes are copied when the reply is written. */
+export type BatchDocument = Buffer | StoredBytes;
+
+/** A batch document's bytes (a view, for a stored document). */
+export function bytesOf(doc: BatchDocument): Buffer {
+  return doc instanceof StoredBytes ? doc.raw : doc;
+}
+
+/** A batch document's size in bytes. */
+export function sizeOf(doc: BatchDocument): number {
+  return doc instanceof StoredBytes ? doc.size : doc.length;
+}

@@ -11,8 +11,9 @@ import { Binary, type Long } from 'bson';
 import { ServerError } from '../errors.js';
 import { Instance, type OpContext } from '../instance.js';
 import type { OplogEntry } from '../oplog.js';
-import type { Collection, DocEntry } from '../storage/collection.js';
+import { DocEntry, type Collection } from '../storage/collection.js';
 import { canonicalKey } from '../storage/keys.js';
+import { sameBytes } from '../storage/memory.js';
 import { CatalogOverlay } from './snapshot.js';
 
 export type TransactionState = 'inProgress' | 'committed' | 'aborted';
@@ -35,12 +36,17 @@ const forksByCollection = new WeakMap<Collection, Set<Collection>>();
  * Live updates replace a document's bytes in place, in an entry a fork may still share: before
  * that happens, each fork that shares it gets its own copy of the old version (its snapshot).
  */
+/** Whether `entry` (if any) still holds the bytes `raw` viewed when the transaction wrote it (an update replaces them). */
+function sameStored(entry: DocEntry | undefined, raw: Buffer | undefined): boolean {
+  return entry === undefined || raw === undefined ? entry === undefined && raw === undefined : sameBytes(entry.raw, raw);
+}
+
 function keepSnapshots(collection: Collection, entry: DocEntry): void {
   const forks = forksByCollection.get(collection);
   if (!forks) return;
   for (const fork of forks) {
     if (fork.byId.get(entry.id) !== entry) continue;
-    const snapshot: DocEntry = { rid: entry.rid, id: entry.id, raw: entry.raw };
+    const snapshot = new DocEntry(entry.rid, entry.id, entry.raw);
     fork.byId.set(entry.id, snapshot);
     fork.byRid.set(entry.rid, snapshot);
     fork.changes++;
@@ -147,7 +153,7 @@ export class Transaction {
   /** The entry to modify in the fork: copied first when it is shared with the live collection. */
   private ownCopy(collection: Collection, entry: DocEntry): DocEntry {
     if (this.own.has(entry)) return entry;
-    const copy: DocEntry = { rid: entry.rid, id: entry.id, raw: entry.raw };
+    const copy = new DocEntry(entry.rid, entry.id, entry.raw);
     collection.byId.set(entry.id, copy);
     collection.byRid.set(entry.rid, copy);
     collection.changes++;
@@ -206,7 +212,7 @@ export class Transaction {
       const liveCollection = this.overlay.liveOf(write.collection);
       if (!liveCollection) continue;
       const current = liveCollection.get(write.id);
-      if (current !== write.base || current?.raw !== write.baseRaw) this.fail(writeConflict());
+      if (current !== write.base || !sameStored(current, write.baseRaw)) this.fail(writeConflict());
     }
   }
 

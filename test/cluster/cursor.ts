@@ -13,7 +13,7 @@
 import { Long } from 'bson';
 import { ServerError } from './errors.js';
 import type { Collection } from './storage/collection.js';
-import { sizeOf, type BatchDocument } from './storage/memory.js';
+import type { BatchDocument } from './storage/memory.js';
 
 /** mongod's default number of documents in a first batch. */
 export const DEFAULT_FIRST_BATCH = 101;
@@ -78,13 +78,12 @@ export class PullCursor implements ServerCursor {
         this.done = true;
         break;
       }
-      const size = sizeOf(doc);
-      if (docs.length > 0 && bytes + size > MAX_BATCH_BYTES) {
+      if (docs.length > 0 && bytes + doc.length > MAX_BATCH_BYTES) {
         this.pending = doc;
         break;
       }
       docs.push(doc);
-      bytes += size;
+      bytes += doc.length;
       this.returned++;
     }
     if (!this.done && this.pending === undefined && this.limit > 0 && this.returned >= this.limit) this.done = true;

@@ -8,7 +8,7 @@ import { type Binary, type Long, ObjectId, Timestamp, type UUID } from 'bson';
 import { Catalog } from './storage/catalog.js';
 import type { Collection, CollectionOptions, DocEntry } from './storage/collection.js';
 import { ClusterClock } from './clock.js';
-import { InsertEntry, InsertShared, Oplog, type OplogEntry } from './oplog.js';
+import { InsertedDocument, InsertShared, Oplog, type OplogEntry } from './oplog.js';
 import { CursorRegistry } from './cursor.js';
 import { ServerError } from './errors.js';
 import type { CommandHook, ConnectionInfo } from './commands/registry.js';
@@ -255,25 +255,28 @@ export class Instance {
   /** Stores a prepared document and records the insert (and any capped evictions). */
   insertDocument(ctx: OpContext, collection: Collection, raw: Buffer, id: unknown): DocEntry {
     this.assertWritable(ctx, collection.db);
-    const { entry, evicted } = collection.insert(raw, id);
-    const documentKey = this.documentKeyOf?.(collection, raw, id);
     if (ctx.stage) {
-      const o2 = documentKey ?? { _id: id };
+      const { entry, evicted } = collection.insert(raw, id);
+      const o2 = this.documentKeyOf?.(collection, raw, id) ?? { _id: id };
       this.record(ctx, { op: 'i', ns: collection.ns, ui: collection.uuid, o: raw, o2, size: raw.length, ...session(ctx) });
-    } else {
-      // A retryable insert (what copiers send) fills its session fields.
-      const retryable = Boolean(ctx.lsid) && ctx.txnNumber !== undefined;
-      const lsid = retryable ? ctx.lsid : undefined;
-      const txnNumber = retryable ? ctx.txnNumber : undefined;
-      this.clock.advance();
-      const seconds = this.clock.seconds;
-      const wall = this.wallClock();
-      let shared = this.lastInsert;
-      if (shared === undefined || !shared.serves(seconds, wall, collection.ns, collection.uuid, ctx.fromMigrate, lsid, txnNumber)) {
-        shared = this.lastInsert = new InsertShared(seconds, wall, collection.ns, collection.uuid, ctx.fromMigrate, lsid, txnNumber);
-      }
-      this.oplog.append(new InsertEntry(shared, this.clock.increment, raw, id, documentKey));
+      for (const gone of evicted) this.recordDelete(ctx, collection, gone);
+      return entry;
     }
+    // The record is its own oplog entry (oplog.ts, InsertedDocument), stamped once it is stored.
+    const { entry, evicted } = collection.insert(raw, id, newInsertedDocument);
+    const documentKey = this.documentKeyOf?.(collection, raw, id);
+    // A retryable insert (what copiers send) fills its session fields.
+    const retryable = Boolean(ctx.lsid) && ctx.txnNumber !== undefined;
+    const lsid = retryable ? ctx.lsid : undefined;
+    const txnNumber = retryable ? ctx.txnNumber : undefined;
+    this.clock.advance();
+    const seconds = this.clock.seconds;
+    const wall = this.wallClock();
+    let shared = this.lastInsert;
+    if (shared === undefined || !shared.serves(seconds, wall, collection.ns, collection.uuid, ctx.fromMigrate, lsid, txnNumber)) {
+      shared = this.lastInsert = new InsertShared(seconds, wall, collection.ns, collection.uuid, ctx.fromMigrate, lsid, txnNumber);
+    }
+    this.oplog.append((entry as InsertedDocument).stamp(shared, this.clock.increment, documentKey));
     for (const gone of evicted) this.recordDelete(ctx, collection, gone);
     return entry;
   }
@@ -326,6 +329,11 @@ export class Instance {
       ...changeStreamImages(collection, entry.raw),
     });
   }
+}
+
+/** A plain insert's record, which is also its oplog entry once stamped. */
+function newInsertedDocument(rid: number, id: unknown, raw: Buffer): InsertedDocument {
+  return new InsertedDocument(rid, id, raw);
 }
 
 function session(ctx: OpContext): Partial<OplogEntry> {

@@ -5,6 +5,7 @@
  */
 import { type Binary, type Long, Timestamp, type UUID } from 'bson';
 import { compareTimestamps } from './clock.js';
+import { DocEntry } from './storage/collection.js';
 import { StoredBytes } from './storage/memory.js';
 
 /** One oplog entry (the fields mongod's oplog has that change streams need). */
@@ -86,28 +87,45 @@ export class InsertShared {
 }
 
 /**
- * A plain insert's entry (outside a transaction): the commonest by far, one per inserted document,
- * held as long as the oplog keeps it. It keeps its increment, where its document's bytes are, the
- * `_id` the document was stored under and what its run of inserts shares (`InsertShared`), and makes `ts` and `o2`
- * when they are read: a bulk load's garbage collections mark and copy these over and over, and
- * every byte of them is a fresh page the kernel zeroes (bench/RESULTS.md, 2026-11-29 and -30).
+ * A plain insert's oplog entry (outside a transaction), which is also the document's record in its
+ * collection: the commonest entry by far, one per inserted document. One object serves both, as
+ * the document's bytes, record id and `_id` are the same, and the entry adds only its increment and
+ * what its run of inserts shares (`InsertShared`), making `ts` and `o2` when they are read. A bulk
+ * load's garbage collections mark and copy these over and over, and every byte of them is a fresh
+ * page the kernel zeroes (bench/RESULTS.md, 2026-11-29 and -30). When an update replaces the
+ * record's bytes, the entry keeps the inserted ones (`inserted`).
  */
-export class InsertEntry extends StoredBytes implements OplogEntry {
-  constructor(
-    private readonly shared: InsertShared,
-    private readonly increment: number,
-    /** The inserted document: its bytes are kept as a stored document's are (storage/memory.ts). */
-    o: Buffer,
-    /** The stored `_id`. */
-    private readonly id: unknown,
-    /** The document key when it is more than `{ _id }` (a shard's, with the shard key's fields). */
-    private readonly documentKey: Record<string, unknown> | undefined,
-  ) {
-    super(o);
+export class InsertedDocument extends DocEntry implements OplogEntry {
+  private shared: InsertShared | undefined = undefined;
+  private increment = 0;
+  /** The document key when it is more than `{ _id }` (a shard's, with the shard key's fields). */
+  private documentKey: Record<string, unknown> | undefined = undefined;
+  /** The bytes as inserted, once an update has replaced the record's. */
+  private inserted: StoredBytes | undefined = undefined;
+
+  /** Makes the stored record an oplog entry: its timestamp's increment and what its run shares. */
+  stamp(shared: InsertShared, increment: number, documentKey: Record<string, unknown> | undefined): this {
+    this.shared = shared;
+    this.increment = increment;
+    this.documentKey = documentKey;
+    return this;
+  }
+
+  override get raw(): Buffer {
+    return super.raw;
+  }
+
+  override set raw(raw: Buffer) {
+    this.inserted ??= new StoredBytes(super.raw);
+    super.raw = raw;
   }
 
   get o(): Buffer {
-    return this.raw;
+    return (this.inserted ?? this).raw;
+  }
+
+  get size(): number {
+    return (this.inserted ?? this).length;
   }
 
   get op(): 'i' {
@@ -115,31 +133,31 @@ export class InsertEntry extends StoredBytes implements OplogEntry {
   }
 
   get ts(): Timestamp {
-    return new Timestamp({ t: this.shared.seconds, i: this.increment });
+    return new Timestamp({ t: this.shared!.seconds, i: this.increment });
   }
 
   get wall(): Date {
-    return this.shared.wall;
+    return this.shared!.wall;
   }
 
   get ns(): string {
-    return this.shared.ns;
+    return this.shared!.ns;
   }
 
   get ui(): UUID | undefined {
-    return this.shared.ui;
+    return this.shared!.ui;
   }
 
   get fromMigrate(): boolean | undefined {
-    return this.shared.fromMigrate;
+    return this.shared!.fromMigrate;
   }
 
   get lsid(): { id: Binary; uid?: Binary } | undefined {
-    return this.shared.lsid;
+    return this.shared!.lsid;
   }
 
   get txnNumber(): Long | undefined {
-    return this.shared.txnNumber;
+    return this.shared!.txnNumber;
   }
 
   get o2(): Record<string, unknown> {

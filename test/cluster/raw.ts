@@ -4,7 +4,7 @@
  */
 import { BSON, Double, Int32, Long, ObjectId } from 'bson';
 import { ServerError } from './errors.js';
-import { sizeOf, StoredBytes, type BatchDocument } from './storage/memory.js';
+import { StoredBytes, type BatchDocument } from './storage/memory.js';
 
 /** BSON-serializes a document into a Buffer (bson returns a Buffer on Node, typed Uint8Array). */
 export function serialize(doc: Record<string, unknown>): Buffer {
@@ -304,7 +304,7 @@ function digitsOf(n: number): number {
 /** Encoded size of a batch of stored documents as a BSON array: `{"0": doc, "1": doc, ...}`. */
 function rawArraySize(docs: readonly BatchDocument[]): number {
   let size = 5; // length and terminator
-  for (let i = 0; i < docs.length; i++) size += 2 + digitsOf(i) + sizeOf(docs[i]!);
+  for (let i = 0; i < docs.length; i++) size += 2 + digitsOf(i) + docs[i]!.length;
   return size;
 }
 
@@ -320,13 +320,9 @@ function writeRawArray(out: Buffer, at: number, docs: readonly BatchDocument[], 
     at += digits;
     out[at++] = 0;
     const doc = docs[i]!;
-    if (doc instanceof StoredBytes) {
-      doc.copyTo(out, at);
-      at += doc.size;
-    } else {
-      out.set(doc, at);
-      at += doc.length;
-    }
+    if (doc instanceof StoredBytes) doc.copyTo(out, at);
+    else out.set(doc, at);
+    at += doc.length;
   }
   out[at] = 0;
 }

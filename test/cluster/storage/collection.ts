@@ -50,6 +50,11 @@ const NO_INDEXES: readonly Index[] = [];
 /** What a non-capped insert evicts (shared: nothing). */
 const NONE_EVICTED: readonly DocEntry[] = [];
 
+/** A plain record. */
+function newRecord(rid: number, id: unknown, raw: Buffer): DocEntry {
+  return new DocEntry(rid, id, raw);
+}
+
 /** Record ids are integers: compared by subtraction. */
 function compareRecordIds(a: number, b: number): number {
   return a - b;
@@ -127,11 +132,16 @@ export class Collection {
    * Stores a prepared document (`_id` first). Throws DuplicateKey (nothing changed) on an `_id` or
    * unique-index collision. Returns the entry and, for capped collections, the evicted entries.
    */
-  insert(raw: Buffer, id: unknown): { entry: DocEntry; evicted: readonly DocEntry[] } {
+  insert(
+    raw: Buffer,
+    id: unknown,
+    /** Makes the record (instance.ts makes one that is also the insert's oplog entry). */
+    record: (rid: number, id: unknown, raw: Buffer) => DocEntry = newRecord,
+  ): { entry: DocEntry; evicted: readonly DocEntry[] } {
     if (this.capped && this.options.size !== undefined && raw.length > this.options.size) {
       throw new ServerError('DocTooLargeForCapped', `document is larger than capped size ${raw.length} > ${this.options.size}`);
     }
-    const entry = new DocEntry(this.nextRid++, id, raw);
+    const entry = record(this.nextRid++, id, raw);
     const enforcing = this.enforcing();
     if (enforcing.length === 0) {
       // One descent of the _id tree both checks for a duplicate and stores.
@@ -174,7 +184,7 @@ export class Collection {
       }
       for (const index of enforcing) index.add(entry, after);
     }
-    this.dataSize += raw.length - entry.size;
+    this.dataSize += raw.length - entry.length;
     entry.raw = raw;
     this.observer?.stored(this, entry);
   }
@@ -188,7 +198,7 @@ export class Collection {
     this.byId.delete(entry.id);
     this.byRid.delete(entry.rid);
     this.changes++;
-    this.dataSize -= entry.size;
+    this.dataSize -= entry.length;
     this.observer?.removed(this, entry);
   }
 

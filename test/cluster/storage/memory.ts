@@ -115,27 +115,27 @@ export class StoredBytes {
   private memory: ArrayBufferLike;
   private offset: number;
   /** The document's size in bytes (`raw.length`, without making a view). */
-  size: number;
+  length: number;
 
   constructor(raw: Buffer) {
     this.memory = raw.buffer;
     this.offset = raw.byteOffset;
-    this.size = raw.length;
+    this.length = raw.length;
   }
 
   get raw(): Buffer {
-    return new BufferView(this.memory as ArrayBuffer, this.offset, this.size) as unknown as Buffer;
+    return new BufferView(this.memory as ArrayBuffer, this.offset, this.length) as unknown as Buffer;
   }
 
   set raw(raw: Buffer) {
     this.memory = raw.buffer;
     this.offset = raw.byteOffset;
-    this.size = raw.length;
+    this.length = raw.length;
   }
 
   /** Copies the bytes into `out` at `at` (through a view that dies at once). */
   copyTo(out: Uint8Array, at: number): void {
-    out.set(new Uint8Array(this.memory, this.offset, this.size), at);
+    out.set(new Uint8Array(this.memory, this.offset, this.length), at);
   }
 }
 
@@ -145,9 +145,4 @@ export type BatchDocument = Buffer | StoredBytes;
 /** A batch document's bytes (a view, for a stored document). */
 export function bytesOf(doc: BatchDocument): Buffer {
   return doc instanceof StoredBytes ? doc.raw : doc;
-}
-
-/** A batch document's size in bytes. */
-export function sizeOf(doc: BatchDocument): number {
-  return doc instanceof StoredBytes ? doc.size : doc.length;
 }

@@ -276,7 +276,7 @@ export class Instance {
     if (shared === undefined || !shared.serves(seconds, wall, collection.ns, collection.uuid, ctx.fromMigrate, lsid, txnNumber)) {
       shared = this.lastInsert = new InsertShared(seconds, wall, collection.ns, collection.uuid, ctx.fromMigrate, lsid, txnNumber);
     }
-    this.oplog.append((entry as InsertedDocument).stamp(shared, this.clock.increment, documentKey));
+    this.oplog.append(entry.stamp(shared, this.clock.increment, documentKey));
     for (const gone of evicted) this.recordDelete(ctx, collection, gone);
     return entry;
   }

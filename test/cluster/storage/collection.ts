@@ -132,12 +132,12 @@ export class Collection {
    * Stores a prepared document (`_id` first). Throws DuplicateKey (nothing changed) on an `_id` or
    * unique-index collision. Returns the entry and, for capped collections, the evicted entries.
    */
-  insert(
+  insert<Entry extends DocEntry = DocEntry>(
     raw: Buffer,
     id: unknown,
     /** Makes the record (instance.ts makes one that is also the insert's oplog entry). */
-    record: (rid: number, id: unknown, raw: Buffer) => DocEntry = newRecord,
-  ): { entry: DocEntry; evicted: readonly DocEntry[] } {
+    record: (rid: number, id: unknown, raw: Buffer) => Entry = newRecord as (rid: number, id: unknown, raw: Buffer) => Entry,
+  ): { entry: Entry; evicted: readonly DocEntry[] } {
     if (this.capped && this.options.size !== undefined && raw.length > this.options.size) {
       throw new ServerError('DocTooLargeForCapped', `document is larger than capped size ${raw.length} > ${this.options.size}`);
     }

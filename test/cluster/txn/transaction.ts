@@ -32,15 +32,15 @@ const locksByInstance = new WeakMap<Instance, Map<string, Transaction>>();
 /** Forks of each live collection held by open transactions. */
 const forksByCollection = new WeakMap<Collection, Set<Collection>>();
 
-/**
- * Live updates replace a document's bytes in place, in an entry a fork may still share: before
- * that happens, each fork that shares it gets its own copy of the old version (its snapshot).
- */
 /** Whether `entry` (if any) still holds the bytes `raw` viewed when the transaction wrote it (an update replaces them). */
 function sameStored(entry: DocEntry | undefined, raw: Buffer | undefined): boolean {
   return entry === undefined || raw === undefined ? entry === undefined && raw === undefined : sameBytes(entry.raw, raw);
 }
 
+/**
+ * Live updates replace a document's bytes in place, in an entry a fork may still share: before
+ * that happens, each fork that shares it gets its own copy of the old version (its snapshot).
+ */
 function keepSnapshots(collection: Collection, entry: DocEntry): void {
   const forks = forksByCollection.get(collection);
   if (!forks) return;

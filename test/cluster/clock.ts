@@ -20,7 +20,8 @@ export class ClusterClock {
 
   /**
    * Moves to the next timestamp (wall-clock seconds, or the last seconds with the next increment)
-   * without making it: a plain insert's oplog entry keeps its two numbers (oplog.ts, InsertEntry).
+   * without making it: a plain insert's oplog entry keeps the increment and shares the seconds
+   * (oplog.ts, InsertedDocument and InsertShared).
    */
   advance(): void {
     const now = Math.floor(Date.now() / 1000);

@@ -111,6 +111,7 @@ export class InsertedDocument extends DocEntry implements OplogEntry {
     return this;
   }
 
+  // Overriding the setter alone would leave this class's `raw` without a getter.
   override get raw(): Buffer {
     return super.raw;
   }

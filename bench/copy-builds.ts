@@ -10,7 +10,10 @@
  *
  * The clusters are this build's. Prints each run and each build's medians (CPU s/GB, kernel share,
  * peak RSS, MB/s) and the ratio of each build's median CPU per GB to the first's; writes
- * bench/results/copy-builds.json (or `--out`).
+ * bench/results/copy-builds.json (or `--out`). With `--until canCommit` Ferry's clock runs on to
+ * `canCommit` (the embedded verifier's first pass included, as in bench:copy with MongoDB's tools),
+ * and each run's stages (copy, index builds, until canCommit) are printed: how a change to the
+ * verifier is measured.
  */
 import { existsSync } from 'node:fs';
 import { loadavg } from 'node:os';
@@ -20,7 +23,7 @@ import { generateDataset } from '../scripts/generate.js';
 import { integer, positiveInteger, positiveNumber } from '../scripts/lib/cli-numbers.js';
 import { runIfEntryPoint } from '../scripts/lib/entry-point.js';
 import { spawnCluster } from '../test/cluster/index.js';
-import { copyWorkload, describeMeasurement, measureFerryCopy, type CopyMeasurement } from './lib/copy-runs.js';
+import { copyWorkload, describeMeasurement, measureFerryCopy, stageMedians, type CopyMeasurement } from './lib/copy-runs.js';
 import { UsageSampler } from './lib/process-usage.js';
 import { DEFAULT_RESULTS_DIR, GiB, median, MiB, round, writeResult } from './lib/results.js';
 
@@ -43,6 +46,11 @@ export function parseBuilds(value: string): Build[] {
   return builds;
 }
 
+function untilStage(value: string): 'copy' | 'canCommit' {
+  if (value !== 'copy' && value !== 'canCommit') throw new InvalidArgumentError('copy or canCommit');
+  return value;
+}
+
 interface Run extends CopyMeasurement {
   build: string;
   round: number;
@@ -56,9 +64,10 @@ async function main(argv: string[]): Promise<void> {
     .option('--sizeMB <n>', 'data size, MiB', positiveNumber, 800)
     .option('--runs <n>', 'rounds (each build once per round)', positiveInteger, 3)
     .option('--seed <n>', 'generator seed', integer, 1)
+    .option('--until <stage>', "where Ferry's clock stops: copy or canCommit", untilStage, 'copy')
     .option('--out <dir>', 'results directory', DEFAULT_RESULTS_DIR)
     .parse(argv)
-    .opts<{ builds: Build[]; sizeMB: number; runs: number; seed: number; out: string }>();
+    .opts<{ builds: Build[]; sizeMB: number; runs: number; seed: number; until: 'copy' | 'canCommit'; out: string }>();
   const { builds } = flags;
   const sampler = new UsageSampler();
   const source = await spawnCluster();
@@ -71,9 +80,10 @@ async function main(argv: string[]): Promise<void> {
     for (let round = 0; round < flags.runs; round++) {
       for (const build of builds.map((_, i) => builds[(i + round) % builds.length]!)) {
         const loadAverage = Math.round(loadavg()[0]! * 100) / 100;
-        const measured = await measureFerryCopy({ source, workload, sampler, ferryMain: build.main });
+        const measured = await measureFerryCopy({ source, workload, sampler, ferryMain: build.main, until: flags.until });
         runs.push({ ...measured, build: build.label, round, loadAverage });
-        console.log(`  round ${round + 1} ${build.label.padEnd(10)} load ${loadAverage}  ${describeMeasurement(measured)}`);
+        const stages = (measured.stages ?? []).map((stage) => `${stage.stage} ${stage.seconds.toFixed(2)} s`).join(', ');
+        console.log(`  round ${round + 1} ${build.label.padEnd(10)} load ${loadAverage}  ${describeMeasurement(measured)}  [${stages}]`);
       }
     }
     const medians = builds.map(({ label }) => {
@@ -85,6 +95,8 @@ async function main(argv: string[]): Promise<void> {
         systemCpuSecondsPerGB: of((run) => run.systemCpuSeconds / (report.totalBytes / GiB)),
         peakRssMB: of((run) => run.peakRssMB),
         MBps: of((run) => run.MBps),
+        seconds: of((run) => run.seconds),
+        stages: stageMedians(mine.map((run) => run.stages ?? [])),
         runs: mine.map((run) => run.cpuSecondsPerGB),
       };
     });
@@ -92,10 +104,13 @@ async function main(argv: string[]): Promise<void> {
       const ratio = round(m.cpuSecondsPerGB / medians[0]!.cpuSecondsPerGB);
       console.log(
         `  median ${m.build.padEnd(10)} ${m.cpuSecondsPerGB} CPU-s/GB (${m.systemCpuSecondsPerGB} kernel, ×${ratio} the first's), ` +
-          `peak RSS ${m.peakRssMB} MB, ${m.MBps} MB/s  [runs ${m.runs.join(' · ')}]`,
+          `peak RSS ${m.peakRssMB} MB, ${m.MBps} MB/s, ${m.seconds} s  [runs ${m.runs.join(' · ')}]`,
       );
+      console.log(`         stages ${m.stages.map((stage) => `${stage.stage} ${stage.seconds} s`).join(', ')}`);
     }
-    console.log(`→ ${writeResult(flags.out, 'copy-builds', { sizeMB: flags.sizeMB, bytes: report.totalBytes, builds, runs, medians })}`);
+    console.log(
+      `→ ${writeResult(flags.out, 'copy-builds', { sizeMB: flags.sizeMB, until: flags.until, bytes: report.totalBytes, builds, runs, medians })}`,
+    );
   } finally {
     sampler.close();
     await source.stop();

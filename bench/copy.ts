@@ -33,6 +33,7 @@ import {
   describeMeasurement,
   measureBaselineCopy,
   measureFerryCopy,
+  stageMedians,
   type CopyMeasurement,
   type CopyStage,
 } from './lib/copy-runs.js';
@@ -304,23 +305,6 @@ export async function runCopyBenchmark(options: CopyBenchmarkOptions = {}): Prom
     sampler.close();
     await source.stop();
   }
-}
-
-/** Each stage's medians over the runs that reached it (in stage order). */
-function stageMedians(runs: CopyStage[][]): CopyStage[] {
-  const names = [...new Set(runs.flatMap((stages) => stages.map((stage) => stage.stage)))];
-  return names.map((name) => {
-    const reached = runs.flatMap((stages) => stages.filter((stage) => stage.stage === name));
-    // Rounded: the median of an even number of runs is a mean (7.797499999999999 s is noise).
-    const of = (field: 'seconds' | 'destinationCpuSeconds' | 'destinationCpuSecondsPerGB') =>
-      round(median(reached.map((stage) => stage[field])), 3);
-    return {
-      stage: name,
-      seconds: of('seconds'),
-      destinationCpuSeconds: of('destinationCpuSeconds'),
-      destinationCpuSecondsPerGB: of('destinationCpuSecondsPerGB'),
-    };
-  });
 }
 
 /** Issue 17's two destination targets (see `destinationTargets` in the result). */

@@ -27,7 +27,7 @@ import { copyFinished, startFerry, type Progress } from '../../test/e2e/ferry-pr
 import { watchProgress } from '../../scripts/lib/sync-watch.js';
 import type { GenerateReport } from '../../scripts/generate.js';
 import type { UsageSampler } from './process-usage.js';
-import { GiB, MiB, round } from './results.js';
+import { GiB, median, MiB, round } from './results.js';
 import { redactUris } from '../../src/domain/credentials.js';
 import { temporaryCollectionOptions } from '../../src/plan/collection-options.js';
 import { compareClusters, temporaryIndexForm } from '../../scripts/lib/compare-clusters.js';
@@ -104,6 +104,23 @@ export function describeMeasurement(m: CopyMeasurement): string {
     `s (${m.cpuSecondsPerGB.toFixed(1)} s/GB, ${m.systemCpuSeconds.toFixed(1)} s kernel)  ` +
     `peak RSS ${m.peakRssMB.toFixed(0)} MB  clusters CPU ${(m.sourceClusterCpuSeconds + m.destinationClusterCpuSeconds).toFixed(1)} s`
   );
+}
+
+/** Each stage's medians over the runs that reached it (in stage order). */
+export function stageMedians(runs: CopyStage[][]): CopyStage[] {
+  const names = [...new Set(runs.flatMap((stages) => stages.map((stage) => stage.stage)))];
+  return names.map((name) => {
+    const reached = runs.flatMap((stages) => stages.filter((stage) => stage.stage === name));
+    // Rounded: the median of an even number of runs is a mean (7.797499999999999 s is noise).
+    const of = (field: 'seconds' | 'destinationCpuSeconds' | 'destinationCpuSecondsPerGB') =>
+      round(median(reached.map((stage) => stage[field])), 3);
+    return {
+      stage: name,
+      seconds: of('seconds'),
+      destinationCpuSeconds: of('destinationCpuSeconds'),
+      destinationCpuSecondsPerGB: of('destinationCpuSecondsPerGB'),
+    };
+  });
 }
 
 /** Options of one copy run. */

@@ -7,7 +7,7 @@
  * (the simple collation); objects field by field (type, then name, then value); binData by
  * length, then subtype, then bytes.
  */
-import type { Binary, BSONRegExp, Decimal128, Long, ObjectId, Timestamp } from 'bson';
+import { ObjectId, type Binary, type BSONRegExp, type Decimal128, type Long, type Timestamp } from 'bson';
 
 const enum Rank {
   MinKey = -1,
@@ -231,6 +231,9 @@ export function compareValues(a: unknown, b: unknown): number {
   // Fast paths for the commonest keys: plain numbers and strings.
   if (typeof a === 'number' && typeof b === 'number' && !Number.isNaN(a) && !Number.isNaN(b)) return a < b ? -1 : a > b ? 1 : 0;
   if (typeof a === 'string' && typeof b === 'string') return compareStrings(a, b);
+  // ObjectId `_id`s by their class: the `_bsontype` getter below is a megamorphic load (every BSON
+  // type passes through here), the larger part of a B+tree comparison's cost.
+  if (a instanceof ObjectId && b instanceof ObjectId) return compareObjectIds(a, b);
   if (typeof a === 'object' && a !== null && typeof b === 'object' && b !== null) {
     // Typed `_id`s of one type (ObjectIds, Int32s, signed Longs): no type ranking per B+tree comparison.
     const type = bsontype(a);

@@ -4,6 +4,22 @@
  */
 import { Timestamp } from 'bson';
 
+let heldNow: number | undefined;
+
+/**
+ * `Date.now()`, read once per run of synchronous work (a command's batch of writes) and held until
+ * its microtasks run: two clock reads per inserted document were ~4% of a destination's time in a
+ * bulk load. mongod also stamps a batch of inserts with one wall time and reserves their
+ * timestamps together.
+ */
+export function writeTime(): number {
+  if (heldNow === undefined) {
+    heldNow = Date.now();
+    queueMicrotask(() => (heldNow = undefined));
+  }
+  return heldNow;
+}
+
 export class ClusterClock {
   #seconds = 0;
   #increment = 0;
@@ -24,7 +40,7 @@ export class ClusterClock {
    * (oplog.ts, InsertedDocument and InsertShared).
    */
   advance(): void {
-    const now = Math.floor(Date.now() / 1000);
+    const now = Math.floor(writeTime() / 1000);
     if (now > this.#seconds) {
       this.#seconds = now;
       this.#increment = 1;

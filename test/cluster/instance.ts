@@ -7,7 +7,7 @@ import { setMaxListeners } from 'node:events';
 import { type Binary, type Long, ObjectId, Timestamp, type UUID } from 'bson';
 import { Catalog } from './storage/catalog.js';
 import type { Collection, CollectionOptions, DocEntry } from './storage/collection.js';
-import { ClusterClock } from './clock.js';
+import { ClusterClock, writeTime } from './clock.js';
 import { InsertedDocument, InsertShared, Oplog, type OplogEntry } from './oplog.js';
 import { CursorRegistry } from './cursor.js';
 import { ServerError } from './errors.js';
@@ -209,7 +209,7 @@ export class Instance {
 
   /** The wall time of a write; writes within one millisecond share one (never mutated) Date. */
   private wallClock(): Date {
-    const now = Date.now();
+    const now = writeTime();
     if (now !== this.lastWall.getTime()) this.lastWall = new Date(now);
     return this.lastWall;
   }

@@ -175,7 +175,12 @@ export class Oplog {
   private bytes = 0;
   private listeners = new Set<Listener>();
   /** Timestamp of the newest entry ever truncated; resuming at or before it loses history. */
-  private truncatedThrough: Timestamp | undefined;
+  #truncatedThrough: Timestamp | undefined;
+  /**
+   * The newest entry truncated since `#truncatedThrough` was last read: its `ts` is made when asked
+   * for (a full oplog drops one entry per insert, and most entries make their `ts` when read).
+   */
+  #lastDropped: OplogEntry | undefined;
 
   constructor(private readonly maxBytes: number) {}
 
@@ -185,7 +190,7 @@ export class Oplog {
     while (this.bytes > this.maxBytes && this.entries.length - this.head > 1) {
       const dropped = this.entries[this.head++];
       this.bytes -= dropped.size;
-      this.truncatedThrough = dropped.ts;
+      this.#lastDropped = dropped;
     }
     if (this.head > 4096 && this.head * 2 > this.entries.length) {
       this.entries = this.entries.slice(this.head);
@@ -218,7 +223,8 @@ export class Oplog {
 
   /** True when entries at or after `ts` may already have been dropped. */
   lostHistoryAt(ts: Timestamp): boolean {
-    return this.truncatedThrough !== undefined && compareTimestamps(ts, this.truncatedThrough) <= 0;
+    const truncated = this.truncatedThroughTs();
+    return truncated !== undefined && compareTimestamps(ts, truncated) <= 0;
   }
 
   /**
@@ -228,12 +234,13 @@ export class Oplog {
    */
   canResumeFrom(ts: Timestamp): boolean {
     const oldest = this.oldest();
-    return this.truncatedThrough === undefined || (oldest !== undefined && compareTimestamps(oldest, ts) <= 0);
+    return this.truncatedThroughTs() === undefined || (oldest !== undefined && compareTimestamps(oldest, ts) <= 0);
   }
 
   /** True when some entry later than `ts` has been dropped (a reader positioned at `ts` fell behind). */
   droppedAfter(ts: Timestamp): boolean {
-    return this.truncatedThrough !== undefined && compareTimestamps(this.truncatedThrough, ts) > 0;
+    const truncated = this.truncatedThroughTs();
+    return truncated !== undefined && compareTimestamps(truncated, ts) > 0;
   }
 
   /** Index (into the live entries) of the first entry with timestamp ≥ `ts` (or > when `after`). */
@@ -272,12 +279,18 @@ export class Oplog {
 
   /** The newest timestamp ever truncated (the data directory keeps it across restarts). */
   truncatedThroughTs(): Timestamp | undefined {
-    return this.truncatedThrough;
+    if (this.#lastDropped !== undefined) {
+      // Entries are appended in timestamp order: the newest dropped is the latest truncated.
+      this.#truncatedThrough = this.#lastDropped.ts;
+      this.#lastDropped = undefined;
+    }
+    return this.#truncatedThrough;
   }
 
   /** On restart: entries through `ts` were truncated before (resuming there stays history lost). */
   restoreTruncatedThrough(ts: Timestamp): void {
-    if (this.truncatedThrough === undefined || compareTimestamps(ts, this.truncatedThrough) > 0) this.truncatedThrough = ts;
+    const truncated = this.truncatedThroughTs();
+    if (truncated === undefined || compareTimestamps(ts, truncated) > 0) this.#truncatedThrough = ts;
   }
 
   /** Number of live entries and their approximate bytes. */

@@ -91,6 +91,7 @@ defineCommand({
     const series = timeseriesView(instance.catalog, db, name);
     const collection = series ? undefined : instance.collectionForWrite(op, db, name);
     const shared = sharesRequestMemory(docs);
+    const bypassValidation = args.boolean('bypassDocumentValidation') ?? false;
     const writeErrors: ReturnType<typeof toWriteError>[] = [];
     let n = 0;
     for (let i = 0; i < docs.length; i++) {
@@ -109,7 +110,7 @@ defineCommand({
           continue;
         }
         const prepared = prepareForInsert(doc);
-        instance.validateForWrite?.(collection, prepared.doc, args.boolean('bypassDocumentValidation') ?? false);
+        instance.validateForWrite?.(collection, prepared.doc, bypassValidation);
         // A view of a small request's buffer would pin memory shared with other data: copy it then.
         const stored = shared && prepared.doc === doc ? doc : ownedCopy(prepared.doc);
         if (hasTimestamp) fillEmptyTimestamps(stored, instance.clock);

@@ -8,8 +8,6 @@
  *   verification begins (before any range is read), then moved forward.
  * - `planned`: every namespace's `_id` ranges are in `verificationPartitions`, with the counts
  *   progress shows.
- * - `definitionsChecked`: every namespace's definition was checked once, after the copy's index
- *   builds (the ranges are compared while they run).
  * - `initialHashingDoneAt`: every range was compared once (unset while a namespace changed by DDL
  *   is scanned again).
  * - `firstPassDoneAt`: every range planned at the start was compared once; a rescan does not undo
@@ -36,7 +34,6 @@ export interface VerificationDocument {
   source: StreamPoint;
   destination: StreamPoint;
   planned: boolean;
-  definitionsChecked: boolean;
   /** Documents each cluster held when the ranges were planned (progress: `estimatedDocumentCount`). */
   estimatedDocuments: { source: number; destination: number };
   initialHashingDoneAt?: Date;
@@ -65,8 +62,6 @@ export class VerificationState extends InstanceCollection<VerificationDocument> 
         destination: storedNumber(doc.estimatedDocuments?.destination),
       },
       notVerified: storedNumber(doc.notVerified),
-      // A record written before the field existed checked every definition as it planned.
-      definitionsChecked: doc.definitionsChecked ?? doc.planned,
       // A record written before firstPassDoneAt existed: its initial hashing was its first pass.
       ...(doc.firstPassDoneAt === undefined && doc.initialHashingDoneAt !== undefined ? { firstPassDoneAt: doc.initialHashingDoneAt } : {}),
     };
@@ -80,7 +75,6 @@ export class VerificationState extends InstanceCollection<VerificationDocument> 
       source,
       destination,
       planned: false,
-      definitionsChecked: false,
       estimatedDocuments: { source: 0, destination: 0 },
       notVerified: 0,
       startedAt: now,
@@ -100,10 +94,6 @@ export class VerificationState extends InstanceCollection<VerificationDocument> 
 
   markPlanned(estimatedDocuments: VerificationDocument['estimatedDocuments']): Promise<void> {
     return this.#set({ planned: true, estimatedDocuments });
-  }
-
-  markDefinitionsChecked(): Promise<void> {
-    return this.#set({ definitionsChecked: true });
   }
 
   async markInitialHashingDone(): Promise<void> {

@@ -4,15 +4,14 @@
  * before commit, their final form after), and keeps checking until its final pass after commit.
  * It never writes to the source; on the destination it writes only its own metadata.
  *
- * Its parts, run together once every document is copied (mongosync ≥ 1.22 also starts its
- * verifier with change-event application, so the copy never competes with it; the builds change
- * no document, so the ranges are compared while the copy's index builds run):
+ * Its parts, run together once the initial copy is complete (mongosync ≥ 1.22 also starts its
+ * verifier with change-event application, so the copy never competes with it):
  * 1. begin: each cluster's change stream position "now" is recorded (state.ts) before anything
  *    is read, so that every change after it is seen;
- * 2. planning: every verified collection is cut into `_id` ranges (partitions.ts); once the index
- *    builds are done, every namespace's definition is checked (catalog-check.ts; a difference
- *    counts once a second check, after change events through the first one's source reads were
- *    applied, finds it again: catalog-rechecks.ts);
+ * 2. planning: every verified collection is cut into `_id` ranges (partitions.ts), and every
+ *    namespace's definition is checked (catalog-check.ts; a difference counts once a second check,
+ *    after change events through the first one's source reads were applied, finds it again:
+ *    catalog-rechecks.ts);
  * 3. initial hashing: the ranges are compared on both clusters in worker threads
  *    (compare-range.ts, range-pool.ts), `verifyWorkers` at once; each task's differences are
  *    queued durably, then its position recorded, so a restart skips what is done;
@@ -185,7 +184,7 @@ export class Verifier implements VerificationPhase {
   #commitWarning: string | undefined;
   /** Reads of the differences started, and the latest one shown (an older read never overwrites a newer). */
   #mismatchReads = { started: 0, shown: 0 };
-  /** The range threads of `#scanRanges` (`#verify` ends them with its attempt). */
+  /** The range threads, started while the indexes build (`#scanRanges` takes them; `#verify` ends them). */
   #rangePool: RangePool | undefined;
 
   constructor(context: SyncContext) {
@@ -225,7 +224,7 @@ export class Verifier implements VerificationPhase {
 
   onCommit(): void {
     const count = this.#figures.mismatchCount;
-    const initialDone = this.#firstPassDone;
+    const initialDone = this.#record?.firstPassDoneAt !== undefined;
     if (count === 0 && initialDone) {
       if (this.#record?.initialHashingDoneAt === undefined) {
         this.#context.logger.info('Commit requested while verification scans again what DDL changed; it finishes after the commit');
@@ -273,18 +272,11 @@ export class Verifier implements VerificationPhase {
     return {
       warnings,
       figures: { verification: progress },
-      readyToCommit: this.#firstPassDone,
+      // mongosync: a commit waits for the verifier to be "in an appropriate state": every range
+      // compared once. A namespace scanned again after DDL does not take that back (canCommit
+      // would flicker under an operator's commit); the final pass still waits for the rescan.
+      readyToCommit: this.#record?.firstPassDoneAt !== undefined,
     };
-  }
-
-  /**
-   * mongosync: a commit waits for the verifier to be "in an appropriate state": here every range
-   * compared once and every definition checked once. A namespace scanned again after DDL does not
-   * take that back (canCommit would flicker under an operator's commit); the final pass still
-   * waits for the rescan.
-   */
-  get #firstPassDone(): boolean {
-    return this.#record?.firstPassDoneAt !== undefined && this.#record.definitionsChecked;
   }
 
   #progress(): VerificationProgress {
@@ -400,10 +392,11 @@ export class Verifier implements VerificationPhase {
     const { source, destination, logger } = this.#context;
     // A new attempt: the last one's tasks are all settled (this method's finally).
     this.#halted = false;
-    // Verification begins once every document is copied: its ranges are compared while the indexes
-    // build (definitions are checked once they are built: #checkDefinitions).
-    while (this.#syncPhase === 'planning' || this.#syncPhase === 'copying') {
+    // Verification begins once the initial copy is complete (a commit is only possible after that).
+    while (this.#syncPhase !== 'copied') {
       this.#checkStopping();
+      // The range threads load their modules while the indexes build, not in the first pass's time.
+      if (this.#syncPhase === 'buildingIndexes') this.#rangePool ??= this.#newRangePool();
       await this.#pause(1000);
     }
     this.#checkStopping();
@@ -439,9 +432,8 @@ export class Verifier implements VerificationPhase {
       this.#checkpointLoop(),
       this.#recheckLoop(clients),
       (async () => {
-        if (!record.planned) await this.#planRanges(clients);
+        if (!record.planned) await this.#plan(clients);
         await this.#scanRanges();
-        if (this.#record?.definitionsChecked !== true) await this.#checkDefinitions();
         await this.#ddlLoop(clients.source);
       })(),
     ];
@@ -532,11 +524,10 @@ export class Verifier implements VerificationPhase {
   }
 
   /**
-   * Cuts every verified collection into ranges. Statistics and samples are read through the
-   * verifier's own `clients`. A collection the destination does not list is one difference (its
-   * definition check reports it), not one per document: its ranges are not read.
+   * Cuts every verified collection into ranges and checks every namespace's definition. Statistics
+   * and samples are read through the verifier's own `clients`.
    */
-  async #planRanges(clients: Record<Side, MongoClient>): Promise<void> {
+  async #plan(clients: Record<Side, MongoClient>): Promise<void> {
     const { source, destination, settings, logger } = this.#context;
     const [onSource, onDestination] = await Promise.all([
       selectedNamespaces(source.client, this.#selector),
@@ -551,7 +542,6 @@ export class Verifier implements VerificationPhase {
     // restart plans again from scratch).
     for (let at = 0; at < collections.length; at += PLANNING_CHUNK) {
       const plans: { ns: Namespace; partitions: PlannedPartition[] }[] = [];
-      const absent: Namespace[] = [];
       await forEachBounded(collections.slice(at, at + PLANNING_CHUNK), PLANNING_PARALLELISM, async ([name, entry]) => {
         this.#checkStopping();
         const collection = clients.source.db(entry.db).collection(entry.coll);
@@ -561,34 +551,10 @@ export class Verifier implements VerificationPhase {
         if (onDestination.get(name)?.type === 'collection') {
           const stats = await unlessGone(readCollectionStats(clients.destination.db(entry.db).collection(entry.coll)), NO_DOCUMENTS);
           estimated.destination += stats.count;
-        } else absent.push(entry);
+        }
       });
       await this.#partitions.addPlans(plans);
-      for (const ns of absent) await this.#partitions.skipNamespace(ns);
     }
-    await this.#state.markPlanned(estimated);
-    this.#record = (await this.#state.read())!;
-    await this.#refreshFigures();
-    logger.info(
-      { collections: collections.length, ranges: this.#figures.ranges.total, sourceDocuments: estimated.source },
-      `Verification planned: ${collections.length} collection(s) in ${this.#figures.ranges.total} range(s)`,
-    );
-  }
-
-  /**
-   * The first check of every namespace's definition, once the copy's index builds are done (before,
-   * the destination's indexes are still being built: a check would see them missing).
-   */
-  async #checkDefinitions(): Promise<void> {
-    const { source, destination } = this.#context;
-    while (this.#syncPhase !== 'copied') {
-      this.#checkStopping();
-      await this.#pause(1000);
-    }
-    const [onSource, onDestination] = await Promise.all([
-      selectedNamespaces(source.client, this.#selector),
-      selectedNamespaces(destination.client, this.#selector),
-    ]);
     // The listings just read serve the first check of each namespace on both clusters (with their
     // times), and what waits for a second check or is recorded as a difference is read once for all.
     const names = [...new Set([...onSource.keys(), ...onDestination.keys()])];
@@ -602,8 +568,13 @@ export class Verifier implements VerificationPhase {
     } finally {
       this.#planReads = undefined;
     }
-    await this.#state.markDefinitionsChecked();
+    await this.#state.markPlanned(estimated);
     this.#record = (await this.#state.read())!;
+    await this.#refreshFigures();
+    logger.info(
+      { collections: collections.length, ranges: this.#figures.ranges.total, sourceDocuments: estimated.source },
+      `Verification planned: ${collections.length} collection(s) in ${this.#figures.ranges.total} range(s)`,
+    );
   }
 
   /**

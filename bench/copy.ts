@@ -3,7 +3,9 @@
  * baseline copier (bench/baseline-copier.ts: find + insertMany, one collection at a time), each
  * into a fresh destination test cluster, in one run, side by side. Each run starts with the next
  * copier (MongoDB's tools too); figures are medians over runs, and the ratio is the median of the
- * per-run ratios.
+ * per-run ratios. Before the runs, one Ferry copy is made and not counted (`--noWarmUp` leaves it
+ * out): the first copy after the data is generated costs its destination more, whichever copier
+ * makes it.
  *
  * With `--shards n` each destination is a sharded test cluster of n shards (through its mongos):
  * replica set → sharded, Ferry sharding every collection on `{_id: "hashed"}`; each destination
@@ -17,7 +19,7 @@
  *
  *   npm run bench:copy -- [--sizeMB 100] [--seed 1] [--runs 1] [--shards 2] [--loadLevel 3] [--ferryEnv NAME=value]
  *                          [--ferryFlags "--verifyWorkers 4"] [--until copy|canCommit] [--mongoTools dir] [--out bench/results]
- *                          [--cpuProf dir] [--clusterCpuProf dir]
+ *                          [--cpuProf dir] [--clusterCpuProf dir] [--noWarmUp]
  *
  * Writes `<out>/copy.json`.
  */
@@ -73,6 +75,11 @@ export interface CopyBenchmarkOptions {
   cpuProf?: string;
   /** Write CPU profiles of the test clusters here: `<dir>/source`, `<dir>/destination` (one per copy). Default none. */
   clusterCpuProf?: string;
+  /**
+   * Make one Ferry copy, not counted, before the runs: the first copy after the data is generated
+   * costs its destination ~20% more CPU, whichever copier makes it (`--noWarmUp`: false). Default true.
+   */
+  warmUp?: boolean;
   /** Where progress lines go. Default stdout. */
   print?: (line: string) => void;
 }
@@ -191,21 +198,27 @@ export async function runCopyBenchmark(options: CopyBenchmarkOptions = {}): Prom
       `source: ${(report.totalBytes / MiB).toFixed(1)} MB in ${report.totalDocuments} documents, ${report.collections.length} collections`,
     );
     const perRun: CopyBenchmarkResult['perRun'] = [];
+    const measure = {
+      source,
+      workload,
+      sampler,
+      ferryFlags,
+      destinationShards: options.shards ?? 0,
+      until: options.until ?? (mongoTools === undefined ? ('copy' as const) : ('canCommit' as const)),
+      ...(mongoTools === undefined ? {} : { verify: true }),
+      ...(options.ferryEnv === undefined ? {} : { ferryEnv: options.ferryEnv }),
+      ...(options.cpuProf === undefined ? {} : { ferryCpuProfileDir: options.cpuProf }),
+      ...(options.clusterCpuProf === undefined ? {} : { destinationCpuProfileDir: clusterProfile('destination') }),
+    };
+    // The first copy after the data is generated costs its destination ~20% more CPU, whichever
+    // copier makes it (bench/RESULTS.md, 2026-11-30): one Ferry copy into a fresh destination comes
+    // first, and is not counted.
+    if (options.warmUp !== false) {
+      const { ferryCpuProfileDir: _profile, destinationCpuProfileDir: _clusterProfile, ...unprofiled } = measure;
+      print(`warm-up, not counted: ${describeMeasurement(await measureFerryCopy({ ...unprofiled, until: 'copy', verify: false }))}`);
+    }
     for (let run = 0; run < runs; run++) {
-      const measure = {
-        source,
-        workload,
-        sampler,
-        ferryFlags,
-        destinationShards: options.shards ?? 0,
-        until: options.until ?? (mongoTools === undefined ? ('copy' as const) : ('canCommit' as const)),
-        ...(mongoTools === undefined ? {} : { verify: true }),
-        ...(options.ferryEnv === undefined ? {} : { ferryEnv: options.ferryEnv }),
-        ...(options.cpuProf === undefined ? {} : { ferryCpuProfileDir: options.cpuProf }),
-        ...(options.clusterCpuProf === undefined ? {} : { destinationCpuProfileDir: clusterProfile('destination') }),
-      };
-      // Each run starts with the next copier, so that none always meets a warmer (or busier) machine: the first
-      // copy after the data is generated costs the destination more (bench/RESULTS.md, 2026-11-29).
+      // Each run starts with the next copier, so that none always meets a warmer (or busier) machine.
       const peerCopies = (mongoTools === undefined ? [] : PEER_CONFIGURATIONS).map(
         (configuration) => () => measurePeerCopy(measure, mongoTools!, configuration),
       );
@@ -391,9 +404,11 @@ async function main(argv: string[]): Promise<void> {
     .option('--out <dir>', 'directory of copy.json', DEFAULT_RESULTS_DIR)
     .option('--cpuProf <dir>', "write CPU profiles of Ferry's threads here (node --cpu-prof)")
     .option('--clusterCpuProf <dir>', 'write CPU profiles of the test clusters here (<dir>/source, <dir>/destination)')
+    .option('--noWarmUp', 'count the first copy after the data is generated (no warm-up copy)')
     .parse(argv)
-    .opts<CopyBenchmarkOptions>();
-  await runCopyBenchmark(flags);
+    .opts<CopyBenchmarkOptions & { noWarmUp?: boolean }>();
+  const { noWarmUp, ...options } = flags;
+  await runCopyBenchmark({ ...options, warmUp: noWarmUp !== true });
 }
 
 runIfEntryPoint(import.meta.url, 'bench:copy', main);

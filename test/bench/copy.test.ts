@@ -26,6 +26,8 @@ describe('bench:copy', () => {
     assert.equal(result.sizeMB, 2);
     // One run: the ratio is Ferry's throughput over the baseline's, measured side by side.
     assert.ok(Math.abs(result.ratio - result.ferryMBps / result.baselineMBps) < 0.01, JSON.stringify(result));
+    // One Ferry copy first, not counted: one run counted.
+    assert.match(run.stdout, /warm-up, not counted: ferry /);
     assert.equal(result.perRun.length, 1);
     assert.equal(typeof result.machine.cpus, 'number');
     assert.match(result.command, /bench\/copy\.js --sizeMB 2/);

@@ -5,13 +5,17 @@
  * (constant MB/s and CPU per GB); Ferry's peak memory should not grow at all (it is bounded by its
  * settings, not by the data).
  *
- *   npm run bench:scale -- [--sizes 50,200,800] [--seed 1] [--loadLevel 3] [--ferryEnv NAME=value] [--baseline]
+ *   npm run bench:scale -- [--sizes 50,200,800] [--runs 1] [--seed 1] [--loadLevel 3] [--ferryEnv NAME=value] [--baseline]
  *                           [--mongoTools dir] [--cpuProf dir] [--out bench/results]
  *
  * `--baseline` also copies each size with the baseline copier. `--mongoTools <dir>` (or
  * `MONGO_TOOLS_DIR`) also copies each size with `mongodump | mongorestore` in bench:copy's three
  * configurations; Ferry is then timed from `start` to `canCommit`, as bench:copy does, and every
  * destination is compared with the source.
+ *
+ * `--runs <n>` measures every size, namespace point and sweep cell n times (fresh destinations, the
+ * copiers of a size taking turns to go first) and reports each figure's median, each run kept in
+ * `perRun`: on a noisy machine one run per point says little.
  *
  * The namespaces axis (`--namespaces 1000,10000`, `none` to skip; `--sizes none` skips the sizes)
  * copies sources of that many one-document collections, each with `--indexesPerCollection`
@@ -29,11 +33,19 @@ import { InvalidArgumentError } from 'commander';
 import { integer, positiveInteger, positiveNumberList, environmentEntry } from '../scripts/lib/cli-numbers.js';
 import { runIfEntryPoint } from '../scripts/lib/entry-point.js';
 import { spawnCluster } from '../test/cluster/index.js';
-import { copyWorkload, describeMeasurement, measureBaselineCopy, measureFerryCopy, type CopyMeasurement } from './lib/copy-runs.js';
+import {
+  copyWorkload,
+  describeMeasurement,
+  measureBaselineCopy,
+  measureFerryCopy,
+  medianMeasurement,
+  type CopyMeasurement,
+  type CopyRunOptions,
+} from './lib/copy-runs.js';
 import { fillNamespaces } from './lib/namespaces.js';
 import { measurePeerCopy, missingTools, PEER_CONFIGURATIONS, type PeerMeasurement } from './lib/peer-copy.js';
 import { UsageSampler } from './lib/process-usage.js';
-import { DEFAULT_RESULTS_DIR, machineInfo, MiB, round, writeResult } from './lib/results.js';
+import { DEFAULT_RESULTS_DIR, machineInfo, median, MiB, round, writeResult } from './lib/results.js';
 import { sweepChartSvg, sweepSubtitle } from './lib/sweep-chart.js';
 
 /** Options of `runScaleBenchmark`. */
@@ -44,6 +56,8 @@ export interface ScaleBenchmarkOptions {
   namespaces?: number[];
   /** Secondary indexes on each collection of the namespaces axis. Default 1. */
   indexesPerCollection?: number;
+  /** Copies of each size, namespace point and sweep cell; each figure reported is their median. Default 1. */
+  runs?: number;
   /** Generator seed. Default 1. */
   seed?: number;
   /** Ferry's `--loadLevel`. Default: Ferry's default. */
@@ -75,14 +89,24 @@ export interface ScalePoint {
   sizeMB: number;
   bytes: number;
   documents: number;
+  /** Medians of the runs (`medianMeasurement`), as are `baseline` and each of `peers`. */
   ferry: CopyMeasurement;
   baseline?: CopyMeasurement;
   /** With `mongoTools`: each configuration of `mongodump | mongorestore`, verified equal. */
   peers?: PeerMeasurement[];
-  /** With `mongoTools`: Ferry's throughput over the fastest peer's. */
+  /** With `mongoTools`: Ferry's throughput over the fastest peer's (the median of the runs' ratios). */
   ratioToBestPeer?: number;
+  /** Each run's measurements. */
+  perRun: SizeRun[];
   /** Peak RSS of each test cluster after the copy, MiB (they hold the data in memory). */
   sourceClusterPeakRssMB: number;
+}
+
+/** One run at one size: each copier once, into its own fresh destination. */
+export interface SizeRun {
+  ferry: CopyMeasurement;
+  baseline?: CopyMeasurement;
+  peers?: PeerMeasurement[];
 }
 
 /** How a figure grows from the smallest size to the largest, against the data's growth. */
@@ -98,7 +122,9 @@ export interface Growth {
 export interface NamespacePoint {
   collections: number;
   indexes: number;
+  /** Medians of the runs. */
   ferry: CopyMeasurement;
+  perRun: CopyMeasurement[];
 }
 
 /** How the namespaces axis grows from its first point to its last. */
@@ -126,10 +152,11 @@ export interface ScaleBenchmarkResult {
   sweep?: { sizeMB: number; cells: SweepCell[]; fastest: SweepCell; cheapest: SweepCell };
 }
 
-/** One pair of settings of the concurrency sweep. */
+/** One pair of settings of the concurrency sweep: the medians of its runs. */
 export interface SweepCell {
   copyWorkers: number;
   batchBytesMB: number;
+  runs: number;
   MBps: number;
   seconds: number;
   cpuSecondsPerGB: number;
@@ -171,28 +198,14 @@ export async function runScaleBenchmark(options: ScaleBenchmarkOptions = {}): Pr
           // Against the tools, Ferry's clock runs to canCommit and every destination is compared, as in bench:copy.
           ...(mongoTools === undefined ? {} : { until: 'canCommit' as const, verify: true }),
         };
-        const ferry = await measureFerryCopy({ ...run, ...profileOf(options) });
-        print(`  ${describeMeasurement(ferry)}`);
-        const point: ScalePoint = { sizeMB, bytes: report.totalBytes, documents: report.totalDocuments, ferry, sourceClusterPeakRssMB: 0 };
-        if (options.baseline === true) {
-          point.baseline = await measureBaselineCopy(run);
-          print(`  ${describeMeasurement(point.baseline)}`);
-        }
-        if (mongoTools !== undefined) {
-          point.peers = [];
-          for (const configuration of PEER_CONFIGURATIONS) {
-            const peer = await measurePeerCopy(run, mongoTools, configuration);
-            point.peers.push(peer);
-            print(`  ${peer.error === undefined ? describeMeasurement(peer) : `${peer.copier} FAILED: ${peer.error}`}`);
-          }
-          const best = Math.max(...point.peers.filter((peer) => peer.error === undefined).map((peer) => peer.MBps));
-          if (Number.isFinite(best)) {
-            point.ratioToBestPeer = round(ferry.MBps / best);
-            print(`  Ferry / best peer throughput: ${point.ratioToBestPeer}x`);
-          }
-        }
-        point.sourceClusterPeakRssMB = round(sampler.usage('source').peakRssMB, 1);
-        points.push(point);
+        const measured = await measureSize(run, options, mongoTools, print);
+        points.push({
+          sizeMB,
+          bytes: report.totalBytes,
+          documents: report.totalDocuments,
+          ...measured,
+          sourceClusterPeakRssMB: round(sampler.usage('source').peakRssMB, 1),
+        });
       } finally {
         sampler.forget('source');
         await source.stop();
@@ -248,6 +261,70 @@ export async function runScaleBenchmark(options: ScaleBenchmarkOptions = {}): Pr
   return { ...result, path };
 }
 
+/**
+ * One size's runs: Ferry, the baseline and each peer configuration into fresh destinations, each run
+ * starting with the next copier (as bench:copy does), so that none always meets a warmer machine.
+ */
+async function measureSize(
+  run: CopyRunOptions,
+  options: ScaleBenchmarkOptions,
+  mongoTools: string | undefined,
+  print: (line: string) => void,
+): Promise<Pick<ScalePoint, 'ferry' | 'baseline' | 'peers' | 'ratioToBestPeer' | 'perRun'>> {
+  const runs = options.runs ?? 1;
+  const perRun: SizeRun[] = [];
+  for (let i = 0; i < runs; i++) {
+    const copiers: (() => Promise<CopyMeasurement>)[] = [
+      () => measureFerryCopy({ ...run, ...profileOf(options) }),
+      ...(options.baseline === true ? [() => measureBaselineCopy(run)] : []),
+      ...(mongoTools === undefined
+        ? []
+        : PEER_CONFIGURATIONS.map((configuration) => () => measurePeerCopy(run, mongoTools, configuration))),
+    ];
+    if (runs > 1) print(`  run ${i + 1}/${runs}:`);
+    const measured: CopyMeasurement[] = [];
+    for (let turn = 0; turn < copiers.length; turn++) {
+      const at = (i + turn) % copiers.length;
+      const m = (measured[at] = await copiers[at]!());
+      const error = (m as PeerMeasurement).error;
+      print(`  ${error === undefined ? describeMeasurement(m) : `${m.copier} FAILED: ${error}`}`);
+    }
+    const [ferry, ...others] = measured as [CopyMeasurement, ...CopyMeasurement[]];
+    const sizeRun: SizeRun = { ferry };
+    if (options.baseline === true) sizeRun.baseline = others.shift()!;
+    if (mongoTools !== undefined) sizeRun.peers = others as PeerMeasurement[];
+    perRun.push(sizeRun);
+  }
+  const point: Pick<ScalePoint, 'ferry' | 'baseline' | 'peers' | 'ratioToBestPeer' | 'perRun'> = {
+    ferry: medianMeasurement(perRun.map((r) => r.ferry)),
+    perRun,
+  };
+  if (runs > 1) print(`  median of ${runs}: ${describeMeasurement(point.ferry)}`);
+  if (options.baseline === true) point.baseline = medianMeasurement(perRun.map((r) => r.baseline!));
+  if (mongoTools !== undefined) {
+    point.peers = PEER_CONFIGURATIONS.map((_, c) => peerMedian(perRun.map((r) => r.peers![c]!)));
+    const ratios = perRun.flatMap((r) => {
+      const best = Math.max(...r.peers!.filter((peer) => peer.error === undefined).map((peer) => peer.MBps));
+      return Number.isFinite(best) ? [r.ferry.MBps / best] : [];
+    });
+    if (ratios.length > 0) {
+      point.ratioToBestPeer = round(median(ratios));
+      print(`  Ferry / best peer throughput: ${point.ratioToBestPeer}x${runs > 1 ? ` (median of ${ratios.length})` : ''}`);
+    }
+  }
+  return point;
+}
+
+/** One peer configuration's runs: medians of those that succeeded; the failures' reasons in `error`. */
+function peerMedian(runs: PeerMeasurement[]): PeerMeasurement {
+  const succeeded = runs.filter((m) => m.error === undefined);
+  const errors = runs.flatMap((m) => (m.error === undefined ? [] : [m.error]));
+  const peer = medianMeasurement(succeeded.length > 0 ? succeeded : runs);
+  peer.equal = runs.every((m) => m.equal);
+  if (errors.length > 0) peer.error = errors.join('; ');
+  return peer;
+}
+
 /** A source of `collections` one-document collections, synced by Ferry into a fresh destination until `canCommit`. */
 async function measureNamespaces(
   collections: number,
@@ -267,20 +344,30 @@ async function measureNamespaces(
         `(filled in ${((performance.now() - filling) / 1000).toFixed(1)} s)`,
     );
     const run = { source, workload, sampler, ferryFlags, until: 'canCommit' as const, timeoutMs: 60 * 60_000 };
-    const ferry = await measureFerryCopy({
-      ...run,
-      ...profileOf(options),
-      ...(options.ferryEnv === undefined ? {} : { ferryEnv: options.ferryEnv }),
-    });
-    print(`  start → canCommit ${describeMeasurement(ferry)}`);
-    return { collections, indexes: collections * (indexesPerCollection + 1), ferry };
+    const perRun: CopyMeasurement[] = [];
+    for (let i = 0; i < (options.runs ?? 1); i++) {
+      const ferry = await measureFerryCopy({
+        ...run,
+        ...profileOf(options),
+        ...(options.ferryEnv === undefined ? {} : { ferryEnv: options.ferryEnv }),
+      });
+      perRun.push(ferry);
+      print(`  start → canCommit ${describeMeasurement(ferry)}`);
+    }
+    const ferry = medianMeasurement(perRun);
+    if (perRun.length > 1) print(`  median of ${perRun.length}: ${describeMeasurement(ferry)}`);
+    return { collections, indexes: collections * (indexesPerCollection + 1), ferry, perRun };
   } finally {
     sampler.forget('source');
     await source.stop();
   }
 }
 
-/** The concurrency sweep: one source, a fresh destination per pair of settings (undefined without a sweep). */
+/**
+ * The concurrency sweep: one source, a fresh destination per pair of settings and run (undefined
+ * without a sweep). With several runs every cell is measured once per round, so that a noisy
+ * stretch of the machine's time falls on all cells rather than on one.
+ */
 async function measureSweep(
   options: ScaleBenchmarkOptions,
   sampler: UsageSampler,
@@ -297,9 +384,11 @@ async function measureSweep(
     const report = await generateDataset({ uri: source.uri, sizeMB, seed: options.seed ?? 1 });
     const workload = copyWorkload(report);
     print(`sweep: ${(report.totalBytes / MiB).toFixed(1)} MB, copyWorkers ${workers.join('/')} × batchBytes ${batches.join('/')} MiB`);
-    const cells: SweepCell[] = [];
-    for (const copyWorkers of workers) {
-      for (const batchBytesMB of batches) {
+    const settings = workers.flatMap((copyWorkers) => batches.map((batchBytesMB) => ({ copyWorkers, batchBytesMB })));
+    const measured = settings.map((): CopyMeasurement[] => []);
+    const runs = options.runs ?? 1;
+    for (let round = 0; round < runs; round++) {
+      for (const [i, { copyWorkers, batchBytesMB }] of settings.entries()) {
         const flags = [...ferryFlags, '--copyWorkers', String(copyWorkers), '--batchBytes', String(Math.round(batchBytesMB * MiB))];
         const ferry = await measureFerryCopy({
           source,
@@ -308,21 +397,28 @@ async function measureSweep(
           ferryFlags: flags,
           ...(options.ferryEnv === undefined ? {} : { ferryEnv: options.ferryEnv }),
         });
-        print(`  copyWorkers ${copyWorkers}, batchBytes ${batchBytesMB} MiB: ${describeMeasurement(ferry)}`);
-        cells.push({
-          copyWorkers,
-          batchBytesMB,
-          MBps: ferry.MBps,
-          seconds: ferry.seconds,
-          cpuSecondsPerGB: ferry.cpuSecondsPerGB,
-          peakRssMB: ferry.peakRssMB,
-          destinationCpuSecondsPerGB: ferry.destinationCpuSecondsPerGB,
-        });
+        measured[i]!.push(ferry);
+        const of = runs > 1 ? ` (run ${round + 1}/${runs})` : '';
+        print(`  copyWorkers ${copyWorkers}, batchBytes ${batchBytesMB} MiB${of}: ${describeMeasurement(ferry)}`);
       }
     }
+    const cells = settings.map((setting, i): SweepCell => {
+      const ferry = medianMeasurement(measured[i]!);
+      return {
+        ...setting,
+        runs,
+        MBps: ferry.MBps,
+        seconds: ferry.seconds,
+        cpuSecondsPerGB: ferry.cpuSecondsPerGB,
+        peakRssMB: ferry.peakRssMB,
+        destinationCpuSecondsPerGB: ferry.destinationCpuSecondsPerGB,
+      };
+    });
     const fastest = cells.reduce((best, cell) => (cell.MBps > best.MBps ? cell : best));
     const cheapest = cells.reduce((best, cell) => (cell.cpuSecondsPerGB < best.cpuSecondsPerGB ? cell : best));
-    print(`  MB/s (copier CPU s/GB, peak RSS MB) | ${batches.map((b) => `batchBytes ${b} MiB`).join(' | ')}`);
+    print(
+      `  ${runs > 1 ? `medians of ${runs}, ` : ''}MB/s (copier CPU s/GB, peak RSS MB) | ${batches.map((b) => `batchBytes ${b} MiB`).join(' | ')}`,
+    );
     for (const copyWorkers of workers) {
       const row = cells.filter((cell) => cell.copyWorkers === copyWorkers);
       print(`  copyWorkers ${copyWorkers} | ${row.map((c) => `${c.MBps} (${c.cpuSecondsPerGB}, ${c.peakRssMB})`).join(' | ')}`);
@@ -360,6 +456,7 @@ async function main(argv: string[]): Promise<void> {
     .option('--sizes <list>', 'data sizes, MiB, comma-separated, or none', listOrNone, [50, 200, 800])
     .option('--namespaces <list>', 'numbers of one-document collections, comma-separated, or none', listOrNone, [1000, 10000])
     .option('--indexesPerCollection <n>', 'secondary indexes on each collection of the namespaces axis', integer, 1)
+    .option('--runs <n>', 'copies of each size, namespace point and sweep cell (medians are reported)', positiveInteger, 1)
     .option('--seed <n>', 'generator seed', integer, 1)
     .option('--loadLevel <n>', "Ferry's --loadLevel (default: Ferry's default)", positiveInteger)
     .option('--ferryEnv <NAME=value>', 'environment variable for the ferry process (repeatable)', environmentEntry)

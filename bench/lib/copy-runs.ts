@@ -123,6 +123,21 @@ export function stageMedians(runs: CopyStage[][]): CopyStage[] {
   });
 }
 
+/**
+ * One copier's runs as one measurement: each figure the median of its runs (rounded: the median of an
+ * even number of runs is a mean), `equal` only when every run's was, stages by `stageMedians`.
+ */
+export function medianMeasurement<M extends CopyMeasurement>(runs: readonly M[]): M {
+  const first = runs[0]!;
+  const medians = { ...first } as Record<string, unknown>;
+  for (const [field, value] of Object.entries(first)) {
+    if (typeof value === 'number') medians[field] = round(median(runs.map((run) => run[field as keyof M] as number)), 3);
+  }
+  if (first.equal !== undefined) medians.equal = runs.every((run) => run.equal === true);
+  if (first.stages !== undefined) medians.stages = stageMedians(runs.map((run) => run.stages ?? []));
+  return medians as M;
+}
+
 /** Options of one copy run. */
 export interface CopyRunOptions {
   source: MeasuredCluster;

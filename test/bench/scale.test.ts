@@ -34,6 +34,32 @@ describe('bench:scale', () => {
     assert.deepEqual(notPositive(result.namespaceGrowth, ['time', 'cpu']), []);
   });
 
+  it('with --runs, copies each point that many times, copiers taking turns first, and reports the medians', async () => {
+    const out = resultsDir();
+    const args = ['--sizes', '1', '--namespaces', '10', '--runs', '3', '--baseline', '--out', out];
+    const run = await runScript('bench/scale.js', args);
+    assert.equal(run.code, 0, run.stderr);
+    const { points, namespacePoints } = readResult(out, 'scale');
+    const middle = (values: number[]) => [...values].sort((a, b) => a - b)[1];
+    const [point] = points;
+    assert.equal(point.perRun.length, 3);
+    for (const copier of ['ferry', 'baseline']) {
+      for (const field of ['seconds', 'cpuSeconds', 'peakRssMB']) {
+        const runs = point.perRun.map((r: Record<string, Record<string, number>>) => r[copier]![field]!);
+        assert.ok(Math.abs(point[copier][field] - middle(runs)) < 0.001, `${copier}.${field}: ${point[copier][field]} of ${runs}`);
+      }
+    }
+    // Run 1 starts with Ferry, run 2 with the baseline, run 3 with Ferry again (each copy printed as it ends).
+    const firsts = run.stdout
+      .split(/ {2}run \d\/3:\n/)
+      .slice(1)
+      .map((lines) => lines.trimStart().split(/\s/)[0]);
+    assert.deepEqual(firsts, ['ferry', 'baseline', 'ferry'], run.stdout);
+    const [namespaces] = namespacePoints;
+    assert.equal(namespaces.perRun.length, 3);
+    assert.equal(namespaces.ferry.seconds, middle(namespaces.perRun.map((r: { seconds: number }) => r.seconds)));
+  });
+
   it(
     'also copies each size with mongodump | mongorestore, every destination compared with the source',
     { skip: mongoToolsSkip },
@@ -65,7 +91,20 @@ describe('bench:scale', () => {
 
   it('sweeps copyWorkers × batchBytes on one source and names the fastest and the cheapest settings', async () => {
     const out = resultsDir();
-    const args = ['--sizes', 'none', '--namespaces', 'none', '--sweepCopyWorkers', '1,2', '--sweepBatchBytesMB', '1', '--sweepSizeMB', '1'];
+    const args = [
+      '--sizes',
+      'none',
+      '--namespaces',
+      'none',
+      '--sweepCopyWorkers',
+      '1,2',
+      '--sweepBatchBytesMB',
+      '1',
+      '--sweepSizeMB',
+      '1',
+      '--runs',
+      '2',
+    ];
     const run = await runScript('bench/scale.js', [...args, '--out', out]);
     assert.equal(run.code, 0, run.stderr);
     const { sweep } = readResult(out, 'scale');
@@ -78,6 +117,17 @@ describe('bench:scale', () => {
       ],
     );
     for (const cell of sweep.cells) assert.deepEqual(notPositive(cell, ['MBps', 'seconds', 'cpuSecondsPerGB', 'peakRssMB']), []);
+    // Two rounds over the cells, each cell's figures the median (here the mean) of its two copies.
+    assert.deepEqual(
+      sweep.cells.map((cell: Record<string, number>) => cell.runs),
+      [2, 2],
+    );
+    const copies = [...run.stdout.matchAll(/copyWorkers (\d), batchBytes 1 MiB \(run (\d)\/2\): /g)];
+    assert.deepEqual(
+      copies.map((m) => `${m[1]}:${m[2]}`),
+      ['1:1', '2:1', '1:2', '2:2'],
+      run.stdout,
+    );
     assert.equal(sweep.fastest.MBps, Math.max(...sweep.cells.map((cell: Record<string, number>) => cell.MBps)));
     assert.equal(sweep.cheapest.cpuSecondsPerGB, Math.min(...sweep.cells.map((cell: Record<string, number>) => cell.cpuSecondsPerGB)));
     assert.match(run.stdout, /copyWorkers 2 \| [\d.]+ \(/);

@@ -156,6 +156,7 @@ export interface ScaleBenchmarkResult {
 export interface SweepCell {
   copyWorkers: number;
   batchBytesMB: number;
+  /** Copies made with these settings (`--runs`); the figures are their medians. */
   runs: number;
   MBps: number;
   seconds: number;
@@ -255,7 +256,7 @@ export async function runScaleBenchmark(options: ScaleBenchmarkOptions = {}): Pr
   if (result.sweep !== undefined) {
     const chart = join(options.out ?? DEFAULT_RESULTS_DIR, 'sweep.svg');
     const command = ['node', ...process.argv.slice(1)].join(' ');
-    writeFileSync(chart, sweepChartSvg(result.sweep.cells, sweepSubtitle(result.sweep.sizeMB, machineInfo(), command)));
+    writeFileSync(chart, sweepChartSvg(result.sweep.cells, sweepSubtitle(result.sweep, machineInfo(), command)));
     print(`→ ${chart}`);
   }
   return { ...result, path };

@@ -24,7 +24,7 @@ async function main(argv: string[]): Promise<void> {
   if (result.sweep === undefined)
     throw new Error(`${file} holds no concurrency sweep (run bench:scale with --sweepCopyWorkers and --sweepBatchBytesMB)`);
   const { out } = program.opts<{ out: string }>();
-  writeFileSync(out, sweepChartSvg(result.sweep.cells, sweepSubtitle(result.sweep.sizeMB, result.machine, result.command)));
+  writeFileSync(out, sweepChartSvg(result.sweep.cells, sweepSubtitle(result.sweep, result.machine, result.command)));
   console.log(`→ ${out}`);
 }
 

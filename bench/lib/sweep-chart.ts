@@ -38,6 +38,7 @@ export function sweepChartSvg(cells: readonly SweepCell[], subtitle: string): st
   // Wide enough for the subtitle too (about 6 px per character at 11 px).
   const width = Math.max(MARGIN.left + PANELS.length * (PANEL_WIDTH + MARGIN.gap), 2 * MARGIN.left + Math.ceil(subtitle.length * 6));
   const height = MARGIN.top + PANEL_HEIGHT + MARGIN.bottom;
+  const runs = copiesPerCell(cells);
   const parts: string[] = [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="sans-serif" font-size="11">`,
     `<rect width="${width}" height="${height}" fill="white"/>`,
@@ -90,15 +91,26 @@ export function sweepChartSvg(cells: readonly SweepCell[], subtitle: string): st
     });
   });
   parts.push(
-    `<text x="${MARGIN.left}" y="${height - 12}" fill="#444">Outlined: the best cell of each panel. One run per cell; compare within one chart only.</text>`,
+    `<text x="${MARGIN.left}" y="${height - 12}" fill="#444">Outlined: the best cell of each panel. ${runs > 1 ? `Medians of ${runs} copies` : 'One copy'} per cell; compare within one chart only.</text>`,
   );
   parts.push('</svg>');
   return `${parts.join('\n')}\n`;
 }
 
 /** What the chart says under its title: the source size, the machine and its load, the command. */
-export function sweepSubtitle(sizeMB: number, machine: MachineInfo | undefined, command: string | undefined): string {
+export function sweepSubtitle(
+  sweep: { sizeMB: number; cells: readonly SweepCell[] },
+  machine: MachineInfo | undefined,
+  command: string | undefined,
+): string {
+  const runs = copiesPerCell(sweep.cells);
+  const copies = runs > 1 ? `, each cell the median of ${runs} copies` : '';
   const where =
     machine === undefined ? '' : `, ${machine.cpus} cores (${machine.cpuModel}), 1-minute load ${machine.loadAverage1m.toFixed(1)}`;
-  return `${sizeMB} MB generated source, a fresh destination per cell${where}${command === undefined ? '' : ` — ${command}`}`;
+  return `${sweep.sizeMB} MB generated source, a fresh destination per copy${copies}${where}${command === undefined ? '' : ` — ${command}`}`;
+}
+
+/** How many copies each cell's figures are the medians of (results written before `--runs` carry none: one). */
+function copiesPerCell(cells: readonly SweepCell[]): number {
+  return cells[0]?.runs ?? 1;
 }

@@ -134,6 +134,7 @@ describe('bench:scale', () => {
     // Its chart: one bar per cell in each of the three panels, each labelled with the cell's figure.
     const chart = readFileSync(join(out, 'sweep.svg'), 'utf8');
     assert.match(chart, /^<svg xmlns="http:\/\/www\.w3\.org\/2000\/svg"[^]*<\/svg>\n$/);
+    assert.match(chart, /each cell the median of 2 copies/);
     for (const cell of sweep.cells) {
       for (const figure of [cell.MBps, cell.cpuSecondsPerGB, cell.peakRssMB]) {
         const label = figure >= 100 ? figure.toFixed(0) : figure >= 10 ? figure.toFixed(1) : figure.toFixed(2);

@@ -4,8 +4,8 @@
  * into a fresh destination test cluster, in one run, side by side. Each run starts with the next
  * copier (MongoDB's tools too); figures are medians over runs, and the ratio is the median of the
  * per-run ratios. Before the runs, one Ferry copy is made and not counted (`--noWarmUp` leaves it
- * out): the first copy after the data is generated costs its destination more, whichever copier
- * makes it.
+ * out): on this machine the first copy after a few idle minutes costs its destination 20–45% more
+ * CPU, whichever copier makes it, and generating the data does not take that cost away.
  *
  * With `--shards n` each destination is a sharded test cluster of n shards (through its mongos):
  * replica set → sharded, Ferry sharding every collection on `{_id: "hashed"}`; each destination
@@ -76,8 +76,8 @@ export interface CopyBenchmarkOptions {
   /** Write CPU profiles of the test clusters here: `<dir>/source`, `<dir>/destination` (one per copy). Default none. */
   clusterCpuProf?: string;
   /**
-   * Make one Ferry copy, not counted, before the runs: the first copy after the data is generated
-   * costs its destination ~20% more CPU, whichever copier makes it (`--noWarmUp`: false). Default true.
+   * Make one Ferry copy, not counted, before the runs: the first copy after the machine sat idle
+   * costs its destination 20–45% more CPU, whichever copier makes it (`--noWarmUp`: false). Default true.
    */
   warmUp?: boolean;
   /** Where progress lines go. Default stdout. */
@@ -210,9 +210,9 @@ export async function runCopyBenchmark(options: CopyBenchmarkOptions = {}): Prom
       ...(options.cpuProf === undefined ? {} : { ferryCpuProfileDir: options.cpuProf }),
       ...(options.clusterCpuProf === undefined ? {} : { destinationCpuProfileDir: clusterProfile('destination') }),
     };
-    // The first copy after the data is generated costs its destination ~20% more CPU, whichever
-    // copier makes it (bench/RESULTS.md, 2026-11-30): one Ferry copy into a fresh destination comes
-    // first, and is not counted.
+    // The first copy after the machine sat idle costs its destination 20–45% more CPU, whichever
+    // copier makes it; copies right after another do not (bench/RESULTS.md, 2026-11-30): one Ferry
+    // copy into a fresh destination comes first, and is not counted.
     if (options.warmUp !== false) {
       const { ferryCpuProfileDir: _profile, destinationCpuProfileDir: _clusterProfile, ...unprofiled } = measure;
       print(`warm-up, not counted: ${describeMeasurement(await measureFerryCopy({ ...unprofiled, until: 'copy', verify: false }))}`);
@@ -404,7 +404,7 @@ async function main(argv: string[]): Promise<void> {
     .option('--out <dir>', 'directory of copy.json', DEFAULT_RESULTS_DIR)
     .option('--cpuProf <dir>', "write CPU profiles of Ferry's threads here (node --cpu-prof)")
     .option('--clusterCpuProf <dir>', 'write CPU profiles of the test clusters here (<dir>/source, <dir>/destination)')
-    .option('--noWarmUp', 'count the first copy after the data is generated (no warm-up copy)')
+    .option('--noWarmUp', 'count the first copy after the data is generated (no uncounted warm-up copy first)')
     .parse(argv)
     .opts<CopyBenchmarkOptions & { noWarmUp?: boolean }>();
   const { noWarmUp, ...options } = flags;

@@ -40,7 +40,7 @@ import {
   type CopyStage,
 } from './lib/copy-runs.js';
 import { UsageSampler } from './lib/process-usage.js';
-import { measurePeerCopy, missingTools, PEER_CONFIGURATIONS, type PeerMeasurement } from './lib/peer-copy.js';
+import { measurePeerCopy, missingTools, PEER_CONFIGURATIONS, ratioToBest, type PeerMeasurement } from './lib/peer-copy.js';
 import { DEFAULT_RESULTS_DIR, median, MiB, round, writeResult } from './lib/results.js';
 
 /** Options of `runCopyBenchmark`. */
@@ -163,13 +163,6 @@ export interface PeerFigures {
   equal: boolean;
   /** The runs where the tools failed: why. */
   errors?: string[];
-}
-
-/** Ferry's throughput over the best peer's among `peers` (undefined when none qualify). */
-function ratioToBest(ferry: CopyMeasurement, peers: readonly PeerMeasurement[]): number | undefined {
-  const succeeded = peers.filter((peer) => peer.error === undefined);
-  const best = Math.max(...succeeded.map((peer) => peer.MBps));
-  return succeeded.length === 0 ? undefined : round(ferry.MBps / best);
 }
 
 export async function runCopyBenchmark(options: CopyBenchmarkOptions = {}): Promise<CopyBenchmarkResult & { path: string }> {
@@ -404,7 +397,7 @@ async function main(argv: string[]): Promise<void> {
     .option('--out <dir>', 'directory of copy.json', DEFAULT_RESULTS_DIR)
     .option('--cpuProf <dir>', "write CPU profiles of Ferry's threads here (node --cpu-prof)")
     .option('--clusterCpuProf <dir>', 'write CPU profiles of the test clusters here (<dir>/source, <dir>/destination)')
-    .option('--noWarmUp', 'count the first copy after the data is generated (no uncounted warm-up copy first)')
+    .option('--noWarmUp', 'make no uncounted warm-up copy before the runs (the first copy is then counted)')
     .parse(argv)
     .opts<CopyBenchmarkOptions & { noWarmUp?: boolean }>();
   const { noWarmUp, ...options } = flags;

@@ -43,7 +43,7 @@ import {
   type CopyRunOptions,
 } from './lib/copy-runs.js';
 import { fillNamespaces } from './lib/namespaces.js';
-import { measurePeerCopy, missingTools, PEER_CONFIGURATIONS, type PeerMeasurement } from './lib/peer-copy.js';
+import { measurePeerCopy, missingTools, PEER_CONFIGURATIONS, ratioToBest, type PeerMeasurement } from './lib/peer-copy.js';
 import { UsageSampler } from './lib/process-usage.js';
 import { DEFAULT_RESULTS_DIR, machineInfo, median, MiB, round, writeResult } from './lib/results.js';
 import { sweepChartSvg, sweepSubtitle } from './lib/sweep-chart.js';
@@ -286,7 +286,8 @@ async function measureSize(
     const measured: CopyMeasurement[] = [];
     for (let turn = 0; turn < copiers.length; turn++) {
       const at = (i + turn) % copiers.length;
-      const m = (measured[at] = await copiers[at]!());
+      const m = await copiers[at]!();
+      measured[at] = m;
       const error = (m as PeerMeasurement).error;
       print(`  ${error === undefined ? describeMeasurement(m) : `${m.copier} FAILED: ${error}`}`);
     }
@@ -304,10 +305,7 @@ async function measureSize(
   if (options.baseline === true) point.baseline = medianMeasurement(perRun.map((r) => r.baseline!));
   if (mongoTools !== undefined) {
     point.peers = PEER_CONFIGURATIONS.map((_, c) => peerMedian(perRun.map((r) => r.peers![c]!)));
-    const ratios = perRun.flatMap((r) => {
-      const best = Math.max(...r.peers!.filter((peer) => peer.error === undefined).map((peer) => peer.MBps));
-      return Number.isFinite(best) ? [r.ferry.MBps / best] : [];
-    });
+    const ratios = perRun.flatMap((r) => ratioToBest(r.ferry, r.peers!) ?? []);
     if (ratios.length > 0) {
       point.ratioToBestPeer = round(median(ratios));
       print(`  Ferry / best peer throughput: ${point.ratioToBestPeer}x${runs > 1 ? ` (median of ${ratios.length})` : ''}`);

@@ -25,6 +25,7 @@ import {
   type CopyMeasurement,
   type CopyRunOptions,
 } from './copy-runs.js';
+import { round } from './results.js';
 
 /** One way to run the tools. */
 export interface PeerConfiguration {
@@ -119,4 +120,11 @@ export function measurePeerCopy(options: CopyRunOptions, toolsDir: string, confi
       for (const child of [dump, restore]) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
     }
   });
+}
+
+/** Ferry's throughput over the best peer's among `peers` (undefined when none qualify). */
+export function ratioToBest(ferry: CopyMeasurement, peers: readonly PeerMeasurement[]): number | undefined {
+  const succeeded = peers.filter((peer) => peer.error === undefined);
+  const best = Math.max(...succeeded.map((peer) => peer.MBps));
+  return succeeded.length === 0 ? undefined : round(ferry.MBps / best);
 }
